@@ -1,0 +1,12 @@
+"""course_lib: the verified implementations behind the attention-course lectures.
+
+Notebooks call these functions; tests hold each of them against an independent reference
+(torch, sacrebleu, nltk, transformers, or values worked by hand in the lecture notes).
+"""
+
+# Each module lists its public names in __all__; they are re-exported here, one line a module.
+from .attention import *  # noqa: F403
+from .reproducibility import *  # noqa: F403
+from .softmax import *  # noqa: F403
+
+__version__ = "0.1.0"

@@ -1,0 +1,168 @@
+"""Scaled dot-product attention and its masks, in numpy, as written on the board.
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
+
+Shapes follow the row convention of "Attention Is All You Need": one token per row.
+Masks are boolean and **True means "may attend"** (the convention of torch's
+``F.scaled_dot_product_attention``; ``nn.MultiheadAttention`` uses the opposite one).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import as_bool_mask, as_float_array, broadcast_shape, check_positive_int
+from .softmax import softmax
+
+__all__ = [
+    "scaled_dot_product_attention",
+    "attention_scores",
+    "causal_mask",
+    "padding_mask",
+    "project_qkv",
+    "project_qkv_columns",
+]
+
+
+def _check_qkv(q, k, v) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    q = as_float_array(q, "q", min_ndim=2)
+    k = as_float_array(k, "k", min_ndim=2)
+    v = as_float_array(v, "v", min_ndim=2)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q and k must have the same feature size d_k: q has shape {q.shape} "
+            f"(..., n_q, d_k={q.shape[-1]}), k has shape {k.shape} (..., n_k, d_k={k.shape[-1]})"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k and v must have the same number of positions n_k: k has shape {k.shape} "
+            f"(n_k={k.shape[-2]}), v has shape {v.shape} (n_k={v.shape[-2]})"
+        )
+    broadcast_shape({"q[..., :-2]": q.shape[:-2], "k[..., :-2]": k.shape[:-2],
+                     "v[..., :-2]": v.shape[:-2]})  # fmt: skip
+    dtype = np.result_type(q, k, v)
+    return q.astype(dtype, copy=False), k.astype(dtype, copy=False), v.astype(dtype, copy=False)
+
+
+def _check_mask(mask, n_q: int, n_k: int, batch: tuple[int, ...]) -> np.ndarray:
+    m = as_bool_mask(mask, "mask")
+    expected = (*batch, n_q, n_k)
+    try:
+        full = np.broadcast_shapes(m.shape, expected)
+    except ValueError:
+        raise ValueError(
+            f"mask of shape {m.shape} does not broadcast to the scores' shape {expected} "
+            "(..., n_q, n_k)"
+        ) from None
+    if full != expected:
+        raise ValueError(
+            f"mask of shape {m.shape} would enlarge the scores' shape {expected} to {full}; "
+            "it must broadcast to (..., n_q, n_k)"
+        )
+    hidden = ~np.broadcast_to(m, full).any(axis=-1)
+    if hidden.any():
+        where = tuple(int(i) for i in np.argwhere(hidden)[0])
+        raise ValueError(
+            f"mask hides every key from some query (first at index {where} of (..., n_q)); "
+            "each query needs at least one True in its row"
+        )
+    return m
+
+
+def attention_scores(q, k) -> np.ndarray:
+    """Scaled scores ``q k^T / sqrt(d_k)``: q ``(..., n_q, d_k)``, k ``(..., n_k, d_k)`` ->
+    ``(..., n_q, n_k)``."""
+    q = as_float_array(q, "q", min_ndim=2)
+    k = as_float_array(k, "k", min_ndim=2)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q {q.shape} and k {k.shape} must share the last dimension d_k")
+    return q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+
+
+def scaled_dot_product_attention(q, k, v, mask=None) -> tuple[np.ndarray, np.ndarray]:
+    """softmax(q k^T / sqrt(d_k)) v, returning the output and the attention weights.
+
+    Args:
+        q: queries ``(..., n_q, d_k)``.
+        k: keys ``(..., n_k, d_k)``.
+        v: values ``(..., n_k, d_v)``. Leading (batch, head) dimensions broadcast.
+        mask: optional boolean array broadcastable to ``(..., n_q, n_k)``; True = may attend.
+
+    Returns:
+        ``(output, weights)`` with shapes ``(..., n_q, d_v)`` and ``(..., n_q, n_k)``; each row
+        of ``weights`` sums to 1 and masked positions get exactly 0.
+
+    Raises:
+        ValueError: mismatched ``d_k`` or ``n_k``, a mask of the wrong shape, or a mask that
+        hides every key from some query. TypeError: non-numeric input or non-boolean mask.
+    """
+    q, k, v = _check_qkv(q, k, v)
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]).astype(q.dtype)
+    if mask is not None:
+        m = _check_mask(mask, q.shape[-2], k.shape[-2], scores.shape[:-2])
+        scores = np.where(m, scores, -np.inf)
+    weights = softmax(scores, axis=-1)
+    return weights @ v, weights
+
+
+def causal_mask(n: int) -> np.ndarray:
+    """``(n, n)`` boolean lower-triangular mask: position i may attend to positions j <= i."""
+    n = check_positive_int(n, "n")
+    return np.tril(np.ones((n, n), dtype=bool))
+
+
+def padding_mask(lengths, n: int) -> np.ndarray:
+    """Key-padding mask ``(batch, 1, n)``: True for the first ``lengths[b]`` keys of sequence b.
+
+    The singleton middle axis lets it broadcast against scores ``(batch, n_q, n)``; for
+    multi-head scores ``(batch, heads, n_q, n)`` use ``padding_mask(...)[:, None]``.
+    """
+    n = check_positive_int(n, "n")
+    lengths = np.asarray(lengths)
+    if lengths.ndim != 1 or lengths.size == 0 or lengths.dtype.kind not in "iu":
+        raise ValueError(f"lengths must be a non-empty 1-D array of integers, got {lengths!r}")
+    if (lengths < 1).any() or (lengths > n).any():
+        raise ValueError(f"every length must be between 1 and n={n}, got {lengths.tolist()}")
+    return (np.arange(n)[None, :] < lengths[:, None])[:, None, :]
+
+
+def project_qkv(x, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
+    """Row form ``Q = X W_Q + b_q`` (and K, V): x ``(..., n, d_model)``, W ``(d_model, d)``.
+
+    Returns ``(Q, K, V)``, each ``(..., n, d)`` for its own ``d``.
+    """
+    x = as_float_array(x, "x", min_ndim=2)
+    out = []
+    for name, w, b in (("w_q", w_q, b_q), ("w_k", w_k, b_k), ("w_v", w_v, b_v)):
+        w = as_float_array(w, name, min_ndim=2)
+        if w.ndim != 2 or w.shape[0] != x.shape[-1]:
+            raise ValueError(
+                f"{name} must have shape (d_model={x.shape[-1]}, d) to multiply x of shape "
+                f"{x.shape}, got {w.shape}"
+            )
+        y = x @ w
+        if b is not None:
+            b = as_float_array(b, "b" + name[1:])
+            if b.shape != (w.shape[1],):
+                raise ValueError(f"b{name[1:]} must have shape ({w.shape[1]},), got {b.shape}")
+            y = y + b
+        out.append(y)
+    return tuple(out)
+
+
+def project_qkv_columns(x_cols, omega_q, beta_q, omega_k, beta_k, omega_v, beta_v):
+    """Column form of the notes: ``q_n = beta_q + Omega_q x_n`` for every column ``x_n``.
+
+    x_cols ``(d_model, n)`` holds one token per **column**; each Omega is ``(d, d_model)`` and
+    each beta ``(d,)``. Returns ``(Q, K, V)`` as ``(d, n)`` column matrices. This is the row
+    form transposed: Omega = W^T, beta = b, and ``project_qkv(x_cols.T, ...)[i].T`` agrees.
+    """
+    x_cols = as_float_array(x_cols, "x_cols", min_ndim=2)
+    if x_cols.ndim != 2:
+        raise ValueError(f"x_cols must be (d_model, n), got shape {x_cols.shape}")
+    q, k, v = project_qkv(
+        x_cols.T,
+        np.asarray(omega_q).T, np.asarray(omega_k).T, np.asarray(omega_v).T,
+        beta_q, beta_k, beta_v,
+    )  # fmt: skip
+    return q.T, k.T, v.T

@@ -1,0 +1,106 @@
+"""Exercise checks: one module per lecture (``lecture01``, ``lecture02``, …).
+
+A check is called from a check cell of an exercise notebook with the student's answer. It
+compares the answer with the course's verified implementation on a few inputs and either
+prints one fixed success line or raises :class:`ExerciseError` with a message a student can
+act on: what was expected, what was got, and a hint. Checks never print on failure only —
+they raise, so nbval (and ``make grade``) cannot be fooled by saved outputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+__all__ = ["ExerciseError", "check_array", "check_value", "passed", "call_student"]
+
+
+class ExerciseError(AssertionError):
+    """Raised by a check when the student's answer is not right yet."""
+
+    def __init__(self, exercise: str, message: str, hint: str | None = None):
+        text = f"\n\nExercise {exercise} is not right yet.\n{message}"
+        if hint:
+            text += f"\nHint: {hint}"
+        super().__init__(text + "\n")
+        self.exercise = exercise
+
+
+def _show(x) -> str:
+    arr = np.asarray(x)
+    if arr.dtype.kind in "fc":
+        return np.array2string(arr, precision=4, suppress_small=True, max_line_width=88)
+    return repr(x)
+
+
+def call_student(exercise: str, fn: Callable, *args, **kwargs):
+    """Call the student's function, turning a stub or a crash into a readable ExerciseError."""
+    if not callable(fn):
+        raise ExerciseError(exercise, f"expected a function, got {type(fn).__name__} {fn!r}.")
+    try:
+        return fn(*args, **kwargs)
+    except NotImplementedError:
+        raise ExerciseError(
+            exercise,
+            "your function still raises NotImplementedError.",
+            "replace the `raise NotImplementedError` line with your code, run that cell, "
+            "then run this check again.",
+        ) from None
+    except ExerciseError:
+        raise
+    except Exception as exc:
+        raise ExerciseError(
+            exercise,
+            f"your function raised {type(exc).__name__}: {exc}",
+            "read the error above; print the shapes of your arrays to find the mismatch.",
+        ) from exc
+
+
+def check_array(
+    exercise: str,
+    got,
+    expected,
+    *,
+    what: str,
+    hint: str | None = None,
+    rtol: float = 1e-6,
+    atol: float = 1e-8,
+) -> None:
+    """Raise ExerciseError unless ``got`` has the shape of ``expected`` and is close to it."""
+    expected = np.asarray(expected)
+    try:
+        got_arr = np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        raise ExerciseError(
+            exercise, f"{what}: expected an array of numbers, got {type(got).__name__}.", hint
+        ) from None
+    if got_arr.shape != expected.shape:
+        raise ExerciseError(
+            exercise,
+            f"{what}: expected an array of shape {expected.shape}, got shape {got_arr.shape}.",
+            hint,
+        )
+    if not np.all(np.isfinite(got_arr)) and np.all(np.isfinite(expected)):
+        raise ExerciseError(
+            exercise, f"{what}: your result contains nan or inf:\n{_show(got_arr)}", hint
+        )
+    if not np.allclose(got_arr, expected, rtol=rtol, atol=atol):
+        worst = float(np.max(np.abs(got_arr - expected)))
+        raise ExerciseError(
+            exercise,
+            f"{what}:\n  expected {_show(expected)}\n  got      {_show(got_arr)}\n"
+            f"  (largest difference {worst:.3g})",
+            hint,
+        )
+
+
+def check_value(exercise: str, got, expected, *, what: str, hint: str | None = None) -> None:
+    """Raise ExerciseError unless ``got == expected`` (for ints, strings, tuples, bools)."""
+    if got != expected:
+        raise ExerciseError(exercise, f"{what}:\n  expected {expected!r}\n  got      {got!r}", hint)
+
+
+def passed(exercise: str, title: str) -> None:
+    """Print the one fixed line that a passing check cell shows."""
+    print(f"✅ Exercise {exercise} passed: {title}")

@@ -1,0 +1,40 @@
+"""One place that makes a run reproducible: seeds and the thread count.
+
+torch on two threads stalls badly when the other core is busy, and a changed thread count
+changes the last bits of results, so every notebook, test and training script calls
+:func:`seed_everything` first. Training is then reproducible from ``(seed, steps, threads)``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+
+__all__ = ["seed_everything"]
+
+
+def seed_everything(seed: int = 0, threads: int = 1) -> np.random.Generator:
+    """Seed Python, numpy and torch, fix torch's thread count, and return a numpy Generator.
+
+    Args:
+        seed: the seed for ``random``, numpy's legacy global state and torch.
+        threads: number of intra-op threads torch may use (1 by default: fast and stable on a
+            busy 2-core laptop, and bit-identical from run to run).
+
+    Returns:
+        ``np.random.default_rng(seed)``, the generator course code should draw from.
+    """
+    random.seed(seed)
+    np.random.seed(seed)
+    os.environ.setdefault("PYTHONHASHSEED", str(seed))
+    try:
+        import torch
+    except ImportError:  # numpy-only use of the course library
+        pass
+    else:
+        torch.manual_seed(seed)
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+    return np.random.default_rng(seed)

@@ -1,0 +1,3 @@
+"""Pictures of attention: static matplotlib plots, and interactive views (see their modules)."""
+
+from .plots import *  # noqa: F403

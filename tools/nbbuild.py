@@ -1,0 +1,87 @@
+"""Author's tool: turn a py:percent script into an executed notebook, or re-execute one.
+
+    python tools/nbbuild.py SCRIPT.py NOTEBOOK.ipynb   # build from a script, then execute
+    python tools/nbbuild.py NOTEBOOK.ipynb            # re-execute in place (refresh outputs)
+
+Script format: cells start with ``# %%`` (code) or ``# %% [markdown]`` (markdown, every line
+prefixed with ``# ``). Tags go on the marker line: ``# %% tags=["nbval-ignore-output"]``.
+Execution uses this interpreter's kernel, from the notebook's folder, so stored outputs are
+exactly what nbval will compare against; cell ids are stable (``cell-01``, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+MARKER = re.compile(r"^# %%(?P<md> \[markdown\])?(?:\s+tags=(?P<tags>\[.*\]))?\s*$")
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+LANGUAGE_INFO = {"name": "python", "pygments_lexer": "ipython3"}
+
+
+def parse_script(text: str) -> nbformat.NotebookNode:
+    """Split a py:percent script into notebook cells (no outputs yet)."""
+    nb = nbformat.v4.new_notebook()
+    cells: list[tuple[str, list[str], list[str]]] = []
+    for line in text.splitlines():
+        m = MARKER.match(line)
+        if m:
+            tags = json.loads(m.group("tags")) if m.group("tags") else []
+            cells.append(("markdown" if m.group("md") else "code", tags, []))
+        elif cells:
+            cells[-1][2].append(line)
+        elif line.strip():
+            raise ValueError(f"text before the first '# %%' marker: {line!r}")
+    for i, (kind, tags, lines) in enumerate(cells, start=1):
+        while lines and not lines[-1].strip():
+            lines.pop()
+        while lines and not lines[0].strip():
+            lines.pop(0)
+        if kind == "markdown":
+            src = "\n".join(re.sub(r"^# ?", "", ln) for ln in lines)
+            cell = nbformat.v4.new_markdown_cell(src)
+        else:
+            cell = nbformat.v4.new_code_cell("\n".join(lines))
+        cell.id = f"cell-{i:02d}"
+        if tags:
+            cell.metadata["tags"] = tags
+        nb.cells.append(cell)
+    return nb
+
+
+def execute(nb: nbformat.NotebookNode, folder: Path, timeout: int = 600) -> None:
+    nb.metadata["kernelspec"] = KERNELSPEC
+    nb.metadata["language_info"] = LANGUAGE_INFO
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
+    )
+    client.execute()
+    # nbclient records the exact python version; keep metadata machine-independent.
+    nb.metadata["language_info"] = LANGUAGE_INFO
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 1 and argv[0].endswith(".ipynb"):
+        out = Path(argv[0])
+        nb = nbformat.read(out, as_version=4)
+    elif len(argv) == 2:
+        out = Path(argv[1])
+        nb = parse_script(Path(argv[0]).read_text())
+    else:
+        print(__doc__)
+        return 2
+    execute(nb, out.resolve().parent)
+    nbformat.write(nb, out)
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

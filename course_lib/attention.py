@@ -38,8 +38,9 @@ def _check_qkv(q, k, v) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             f"k and v must have the same number of positions n_k: k has shape {k.shape} "
             f"(n_k={k.shape[-2]}), v has shape {v.shape} (n_k={v.shape[-2]})"
         )
-    broadcast_shape({"q[..., :-2]": q.shape[:-2], "k[..., :-2]": k.shape[:-2],
-                     "v[..., :-2]": v.shape[:-2]})  # fmt: skip
+    broadcast_shape(
+        {"q[..., :-2]": q.shape[:-2], "k[..., :-2]": k.shape[:-2], "v[..., :-2]": v.shape[:-2]}
+    )
     dtype = np.result_type(q, k, v)
     return q.astype(dtype, copy=False), k.astype(dtype, copy=False), v.astype(dtype, copy=False)
 
@@ -162,7 +163,11 @@ def project_qkv_columns(x_cols, omega_q, beta_q, omega_k, beta_k, omega_v, beta_
         raise ValueError(f"x_cols must be (d_model, n), got shape {x_cols.shape}")
     q, k, v = project_qkv(
         x_cols.T,
-        np.asarray(omega_q).T, np.asarray(omega_k).T, np.asarray(omega_v).T,
-        beta_q, beta_k, beta_v,
-    )  # fmt: skip
+        np.asarray(omega_q).T,
+        np.asarray(omega_k).T,
+        np.asarray(omega_v).T,
+        beta_q,
+        beta_k,
+        beta_v,
+    )
     return q.T, k.T, v.T

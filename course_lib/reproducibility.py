@@ -27,7 +27,7 @@ def seed_everything(seed: int = 0, threads: int = 1) -> np.random.Generator:
         ``np.random.default_rng(seed)``, the generator course code should draw from.
     """
     random.seed(seed)
-    np.random.seed(seed)
+    np.random.seed(seed)  # noqa: NPY002 -- the legacy global state, for code that still uses it
     os.environ.setdefault("PYTHONHASHSEED", str(seed))
     try:
         import torch

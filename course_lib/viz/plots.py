@@ -12,8 +12,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .._validation import as_float_array
+from ._inputs import as_attention_stack, check_indices, check_tokens
 
-__all__ = ["plot_attention", "plot_heatmap"]
+__all__ = [
+    "plot_alignment",
+    "plot_attention",
+    "plot_attention_grid",
+    "plot_heatmap",
+    "plot_positional_encoding",
+]
 
 
 def plot_heatmap(
@@ -34,7 +41,10 @@ def plot_heatmap(
     m = as_float_array(matrix, "matrix")
     if m.ndim != 2:
         raise ValueError(f"matrix must be 2-D (rows, cols), got shape {m.shape}")
-    for name, labels, size in (("x_labels", x_labels, m.shape[1]), ("y_labels", y_labels, m.shape[0])):
+    for name, labels, size in (
+        ("x_labels", x_labels, m.shape[1]),
+        ("y_labels", y_labels, m.shape[0]),
+    ):
         if labels is not None and len(labels) != size:
             raise ValueError(f"{name} has {len(labels)} labels but the matrix has {size} there")
     if ax is None:
@@ -47,8 +57,15 @@ def plot_heatmap(
     if annotate:
         mid = (np.nanmax(m) + np.nanmin(m)) / 2
         for (i, j), val in np.ndenumerate(m):
-            ax.text(j, i, f"{val:.2f}", ha="center", va="center", fontsize=8,
-                    color="black" if val > mid else "white")  # fmt: skip
+            ax.text(
+                j,
+                i,
+                f"{val:.2f}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="black" if val > mid else "white",
+            )
     if title:
         ax.set_title(title)
     if xlabel:
@@ -75,6 +92,139 @@ def plot_attention(
     """
     key_tokens = tokens if key_tokens is None else key_tokens
     return plot_heatmap(
-        weights, x_labels=key_tokens, y_labels=tokens, title=title, xlabel="key (attended to)",
-        ylabel="query (attending)", cmap="Blues", annotate=annotate, vmin=0.0, ax=ax,
-    )  # fmt: skip
+        weights,
+        x_labels=key_tokens,
+        y_labels=tokens,
+        title=title,
+        xlabel="key (attended to)",
+        ylabel="query (attending)",
+        cmap="Blues",
+        annotate=annotate,
+        vmin=0.0,
+        ax=ax,
+    )
+
+
+def plot_attention_grid(
+    attention,
+    tokens: Sequence[str] | None = None,
+    key_tokens: Sequence[str] | None = None,
+    *,
+    layers: Sequence[int] | None = None,
+    heads: Sequence[int] | None = None,
+    title: str | None = None,
+    cell_size: float = 1.6,
+):
+    """A grid of attention heatmaps: one row per layer, one column per head; return the Figure.
+
+    ``attention`` is anything the interactive views take: ``(n_q, n_k)``, ``(heads, n_q, n_k)``,
+    ``(layers, heads, n_q, n_k)``, ``(layers, 1, heads, n_q, n_k)`` or a list with one
+    ``(heads, n_q, n_k)`` / ``(1, heads, n_q, n_k)`` entry per layer, numpy or torch.
+    ``layers`` / ``heads`` pick which rows / columns to draw (default all). Every panel shares
+    one colour scale from 0 to the largest weight shown, so panels compare at a glance.
+    Token labels are drawn on the left column and bottom row only.
+    """
+    att = as_attention_stack(attention)
+    if tokens is not None:
+        tokens = check_tokens(tokens, att.shape[2], "tokens", "query", att.shape)
+        if key_tokens is None and att.shape[2] == att.shape[3]:
+            key_tokens = tokens
+    if key_tokens is not None:
+        key_tokens = check_tokens(key_tokens, att.shape[3], "key_tokens", "key", att.shape)
+    layer_ids = check_indices(layers, att.shape[0], "layers") or list(range(att.shape[0]))
+    head_ids = check_indices(heads, att.shape[1], "heads") or list(range(att.shape[1]))
+    shown = att[np.ix_(layer_ids, head_ids)]
+    n_rows, n_cols = len(layer_ids), len(head_ids)
+    fig, axes = plt.subplots(
+        n_rows,
+        n_cols,
+        squeeze=False,
+        sharex=True,
+        sharey=True,
+        figsize=(cell_size * n_cols + 1.5, cell_size * n_rows + 1.0),
+        layout="constrained",
+    )
+    vmax = float(shown.max()) or 1.0
+    for r, layer in enumerate(layer_ids):
+        for c, head in enumerate(head_ids):
+            ax = axes[r, c]
+            im = ax.imshow(shown[r, c], cmap="Blues", vmin=0.0, vmax=vmax, aspect="auto")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if r == 0:
+                ax.set_title(f"head {head}", fontsize=9)
+            if c == 0:
+                ax.set_ylabel(f"layer {layer}", fontsize=9)
+    # Labels only when they fit; with long sentences the grid is for patterns, not words.
+    if tokens is not None and att.shape[2] <= 16:
+        for r in range(n_rows):
+            axes[r, 0].set_yticks(range(att.shape[2]), labels=tokens, fontsize=7)
+    if key_tokens is not None and att.shape[3] <= 16:
+        for c in range(n_cols):
+            axes[-1, c].set_xticks(range(att.shape[3]), labels=key_tokens, fontsize=7, rotation=90)
+    fig.colorbar(im, ax=axes, shrink=0.6, label="attention weight")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def plot_positional_encoding(
+    encoding,
+    *,
+    title: str | None = "positional encoding",
+    ax=None,
+):
+    """Heatmap of a positional encoding ``(n_positions, d_model)``: one row per position.
+
+    Sinusoidal encodings show fast-changing stripes in the first dimensions and slow ones in
+    the last; the colour scale is centred on 0 (values lie in [-1, 1]).
+    """
+    pe = as_float_array(encoding, "encoding")
+    if pe.ndim != 2:
+        raise ValueError(f"encoding must be 2-D (n_positions, d_model), got shape {pe.shape}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 4))
+    lim = float(np.abs(pe).max()) or 1.0
+    im = ax.imshow(pe, cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest")
+    ax.set_xlabel("dimension i")
+    ax.set_ylabel("position pos")
+    if title:
+        ax.set_title(title)
+    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    return ax
+
+
+def plot_alignment(
+    weights,
+    source_tokens: Sequence[str],
+    target_tokens: Sequence[str],
+    *,
+    title: str | None = "alignment",
+    mark_max: bool = True,
+    annotate: bool = False,
+    ax=None,
+):
+    """Alignment matrix of a translation: row t = where output word t looked in the source.
+
+    ``weights``: ``(n_target, n_source)`` cross-attention (or a seq2seq model's attention);
+    ``mark_max`` puts a dot on each row's largest weight, the source word it "aligned" to.
+    """
+    w = as_float_array(weights, "weights")
+    if w.ndim != 2:
+        raise ValueError(f"weights must be 2-D (n_target, n_source), got shape {w.shape}")
+    ax = plot_heatmap(
+        w,
+        x_labels=source_tokens,
+        y_labels=target_tokens,
+        title=title,
+        xlabel="source",
+        ylabel="target (generated)",
+        cmap="Greys",
+        annotate=annotate,
+        vmin=0.0,
+        ax=ax,
+    )
+    if mark_max:
+        rows = np.arange(w.shape[0])
+        ax.scatter(w.argmax(axis=1), rows, s=18, c="tab:red", marker="o", label="row maximum")
+    return ax

@@ -1,0 +1,55 @@
+"""Interactive helpers with a static fallback, so every lecture also works where widgets can't."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from .._validation import as_float_array
+from ..softmax import softmax
+
+__all__ = ["plot_temperatures", "temperature_slider"]
+
+
+def plot_temperatures(scores, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 5.0), labels=None):
+    """Bar charts of ``softmax(scores / T)`` for several temperatures side by side; returns the Figure."""
+    s = as_float_array(scores, "scores", min_ndim=1)
+    labels = list(labels) if labels is not None else [f"x{i + 1}" for i in range(s.shape[-1])]
+    fig, axes = plt.subplots(
+        1, len(temperatures), figsize=(3 * len(temperatures), 2.6), sharey=True
+    )
+    for ax, t in zip(np.atleast_1d(axes), temperatures, strict=True):
+        ax.bar(labels, softmax(s / t), color="tab:blue")
+        ax.set_title(f"T = {t:g}")
+        ax.set_ylim(0, 1)
+    np.atleast_1d(axes)[0].set_ylabel("probability")
+    fig.tight_layout()
+    return fig
+
+
+def temperature_slider(scores, labels=None):
+    """A slider for the temperature T of ``softmax(scores / T)``.
+
+    Returns an ipywidgets object when ipywidgets is installed; otherwise draws the static
+    :func:`plot_temperatures` figure and returns ``None``.
+    """
+    s = as_float_array(scores, "scores", min_ndim=1)
+    try:
+        import ipywidgets as widgets
+    except ImportError:
+        plot_temperatures(s, labels=labels)
+        plt.show()
+        return None
+    labels = list(labels) if labels is not None else [f"x{i + 1}" for i in range(s.shape[-1])]
+
+    def draw(temperature: float) -> None:
+        fig, ax = plt.subplots(figsize=(4, 2.6))
+        ax.bar(labels, softmax(s / temperature))
+        ax.set_ylim(0, 1)
+        ax.set_title(f"softmax(scores / T), T = {temperature:.2f}")
+        plt.show()
+
+    slider = widgets.FloatLogSlider(value=1.0, base=10, min=-1, max=1.5, step=0.05, description="T")
+    return widgets.interactive(draw, temperature=slider)

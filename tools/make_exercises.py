@@ -1,0 +1,94 @@
+"""Generate exercises/ from solutions/: the solutions are the single source of every exercise.
+
+    python tools/make_exercises.py          # (re)write exercises/*.ipynb
+    python tools/make_exercises.py --check  # exit 1 if a committed exercise is out of date
+
+In a solution notebook, the answer to an exercise stands between two marker lines::
+
+    def stable_softmax(x):
+        ### BEGIN SOLUTION
+        z = x - x.max(axis=-1, keepdims=True)
+        ...
+        ### END SOLUTION
+
+The generated exercise keeps everything else and replaces each marked block by one line,
+``raise NotImplementedError(...)`` at the block's indentation (in a markdown cell, by an
+"answer here" prompt). Outputs and execution counts are cleared: the student runs it.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+CODE_STUB = 'raise NotImplementedError("Exercise: replace this line with your answer")'
+MARKDOWN_STUB = "_Write your answer here._"
+_BLOCK = re.compile(
+    rf"^(?P<indent>[ \t]*){re.escape(BEGIN)}[^\n]*\n.*?^[ \t]*{re.escape(END)}[^\n]*(?:\n|$)",
+    re.DOTALL | re.MULTILINE,
+)
+
+
+def strip_solutions(source: str, cell_type: str) -> str:
+    """Replace every marked answer block in ``source`` by the stub for ``cell_type``."""
+    if source.count(BEGIN) != source.count(END):
+        raise ValueError(f"unbalanced solution markers in cell:\n{source}")
+
+    def stub(m: re.Match) -> str:
+        text = CODE_STUB if cell_type == "code" else MARKDOWN_STUB
+        return f"{m.group('indent')}{text}\n"
+
+    return _BLOCK.sub(stub, source).rstrip("\n")
+
+
+def make_exercise(solution: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+    """Return the exercise notebook generated from one solution notebook."""
+    nb = copy.deepcopy(solution)
+    for cell in nb.cells:
+        cell.source = strip_solutions(cell.source, cell.cell_type)
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    nb.metadata["course"] = {"exercise": name}
+    return nb
+
+
+def render(nb: nbformat.NotebookNode) -> str:
+    return nbformat.writes(nb) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    stale = []
+    for path in sorted(SOLUTIONS.glob("*.ipynb")):
+        solution = nbformat.read(path, as_version=4)
+        if not any(BEGIN in c.source for c in solution.cells):
+            raise SystemExit(f"{path.name}: no '{BEGIN}' marker, so no exercise to generate")
+        text = render(make_exercise(solution, path.stem))
+        target = EXERCISES / path.name
+        if check:
+            if not target.exists() or target.read_text() != text:
+                stale.append(target.relative_to(ROOT))
+        else:
+            EXERCISES.mkdir(exist_ok=True)
+            target.write_text(text)
+            print(f"wrote {target.relative_to(ROOT)}")
+    extra = {p.name for p in EXERCISES.glob("*.ipynb")} - {
+        p.name for p in SOLUTIONS.glob("*.ipynb")
+    }
+    stale += [Path("exercises") / n for n in sorted(extra)]
+    if stale:
+        print("out of date (run `make exercises`):", *map(str, stale), sep="\n  ")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -2,4 +2,3 @@
 
 from .plots import *  # noqa: F403
 from .views import *  # noqa: F403
-from .widgets import *  # noqa: F403

@@ -25,7 +25,10 @@ SHAPES_HELP = (
 def _to_numpy(x, name: str) -> np.ndarray:
     """numpy or torch (any device, with or without grad) -> float64 numpy, refusing the rest."""
     if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor; torch is not imported here
-        x = x.detach().cpu().float().numpy()
+        x = x.detach().cpu()
+        if not x.is_floating_point() or x.element_size() < 4:  # ints, bool, float16, bfloat16
+            x = x.float()
+        x = x.numpy()
     try:
         arr = np.asarray(x)
     except Exception as exc:  # ragged nested lists, for instance

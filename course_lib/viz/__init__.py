@@ -2,3 +2,4 @@
 
 from .plots import *  # noqa: F403
 from .views import *  # noqa: F403
+from .widgets import *  # noqa: F403

@@ -5,6 +5,7 @@
 
 Script format: cells start with ``# %%`` (code) or ``# %% [markdown]`` (markdown, every line
 prefixed with ``# ``). Tags go on the marker line: ``# %% tags=["nbval-ignore-output"]``.
+A cell tagged ``["nbval-ignore-output", "strip-output"]`` runs, but its outputs are not saved.
 Execution uses this interpreter's kernel, from the notebook's folder, so stored outputs are
 exactly what nbval will compare against; cell ids are stable (``cell-01``, ...).
 """
@@ -65,6 +66,13 @@ def execute(nb: nbformat.NotebookNode, folder: Path, timeout: int = 600) -> None
     nb.metadata["language_info"] = LANGUAGE_INFO
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
+        # Large or run-dependent outputs (interactive attention views, ~0.5 MB each) are not
+        # committed: the cell ran (execution count kept), nbval is told to ignore its output.
+        tags = cell.metadata.get("tags", [])
+        if "strip-output" in tags:
+            if "nbval-ignore-output" not in tags:
+                raise ValueError(f"{cell.id}: tag strip-output needs nbval-ignore-output too")
+            cell.outputs = []
 
 
 def main(argv: list[str]) -> int:

@@ -161,13 +161,22 @@ def project_qkv_columns(x_cols, omega_q, beta_q, omega_k, beta_k, omega_v, beta_
     x_cols = as_float_array(x_cols, "x_cols", min_ndim=2)
     if x_cols.ndim != 2:
         raise ValueError(f"x_cols must be (d_model, n), got shape {x_cols.shape}")
-    q, k, v = project_qkv(
-        x_cols.T,
-        np.asarray(omega_q).T,
-        np.asarray(omega_k).T,
-        np.asarray(omega_v).T,
-        beta_q,
-        beta_k,
-        beta_v,
-    )
+    # Check here, not in project_qkv: its errors would name w_q/b_q and show Omega transposed.
+    omegas = []
+    for name, omega, beta in (
+        ("q", omega_q, beta_q),
+        ("k", omega_k, beta_k),
+        ("v", omega_v, beta_v),
+    ):
+        omega = as_float_array(omega, f"omega_{name}", min_ndim=2)
+        if omega.ndim != 2 or omega.shape[1] != x_cols.shape[0]:
+            raise ValueError(
+                f"omega_{name} must have shape (d, d_model={x_cols.shape[0]}) to multiply "
+                f"x_cols of shape {x_cols.shape}, got {omega.shape}"
+            )
+        beta = as_float_array(beta, f"beta_{name}")
+        if beta.shape != (omega.shape[0],):
+            raise ValueError(f"beta_{name} must have shape ({omega.shape[0]},), got {beta.shape}")
+        omegas.append(omega)
+    q, k, v = project_qkv(x_cols.T, *(o.T for o in omegas), beta_q, beta_k, beta_v)
     return q.T, k.T, v.T

@@ -83,7 +83,10 @@ def check_array(
         )
     if not np.all(np.isfinite(got_arr)) and np.all(np.isfinite(expected)):
         raise ExerciseError(
-            exercise, f"{what}: your result contains nan or inf:\n{_show(got_arr)}", hint
+            exercise,
+            f"{what}:\n  expected {_show(expected)}\n  got      {_show(got_arr)}\n"
+            "  (your result contains nan or inf)",
+            hint,
         )
     if not np.allclose(got_arr, expected, rtol=rtol, atol=atol):
         worst = float(np.max(np.abs(got_arr - expected)))

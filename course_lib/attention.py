@@ -127,7 +127,9 @@ def padding_mask(lengths, n: int) -> np.ndarray:
     return (np.arange(n)[None, :] < lengths[:, None])[:, None, :]
 
 
-def project_qkv(x, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
+def project_qkv(
+    x, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Row form ``Q = X W_Q + b_q`` (and K, V): x ``(..., n, d_model)``, W ``(d_model, d)``.
 
     Returns ``(Q, K, V)``, each ``(..., n, d)`` for its own ``d``.
@@ -151,7 +153,9 @@ def project_qkv(x, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
     return tuple(out)
 
 
-def project_qkv_columns(x_cols, omega_q, beta_q, omega_k, beta_k, omega_v, beta_v):
+def project_qkv_columns(
+    x_cols, omega_q, beta_q, omega_k, beta_k, omega_v, beta_v
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Column form of the notes: ``q_n = beta_q + Omega_q x_n`` for every column ``x_n``.
 
     x_cols ``(d_model, n)`` holds one token per **column**; each Omega is ``(d, d_model)`` and

@@ -66,6 +66,9 @@ def execute(nb: nbformat.NotebookNode, folder: Path, timeout: int = 600) -> None
     nb.metadata["language_info"] = LANGUAGE_INFO
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
+        for out in cell.get("outputs", []):
+            if out.output_type == "error":  # the full traceback holds this machine's paths
+                out.traceback = [f"\x1b[0;31m{out.ename}\x1b[0m: {out.evalue}"]
         # Large or run-dependent outputs (interactive attention views, ~0.5 MB each) are not
         # committed: the cell ran (execution count kept), nbval is told to ignore its output.
         tags = cell.metadata.get("tags", [])

@@ -1,0 +1,210 @@
+"""Repository hygiene: pinned, consistent set-up files; tidy notebooks; documented public API.
+
+These run on every committed notebook and every public name, so a new lecture or function
+that breaks a convention fails `make test` with a message saying which one and where.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import course_lib
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import sync_environment  # noqa: E402
+
+LECTURES = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+EXERCISE_NBS = sorted((ROOT / "solutions").glob("*.ipynb")) + sorted(
+    (ROOT / "exercises").glob("*.ipynb")
+)
+ALL_NBS = LECTURES + EXERCISE_NBS
+MAX_OUTPUT_BYTES = 150_000  # per output; a cell tagged "large-output" may exceed it
+
+
+def _tracked(pattern: str) -> list[str]:
+    out = subprocess.run(["git", "ls-files", pattern], cwd=ROOT, capture_output=True, text=True)
+    return out.stdout.split()
+
+
+# --- set-up files ---------------------------------------------------------------------------
+
+
+def test_requirements_pin_every_package_exactly():
+    pins = sync_environment.read_pins()
+    assert pins["torch"] == "2.13.0", "torch must stay at 2.13.0 (the local CPU wheel)"
+    for name in (
+        "numpy",
+        "jupyterlab",
+        "ipykernel",
+        "nbval",
+        "pytest",
+        "tqdm",
+        "ipywidgets",
+        "matplotlib",
+        "ruff",
+    ):
+        assert name in pins, f"{name} is not pinned in requirements.txt"
+
+
+def test_environment_yml_agrees_with_requirements():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pins = sync_environment.read_pins()
+    conda = [d for d in env["dependencies"] if isinstance(d, str)]
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    assert "python=3.11" in conda
+    assert f"pytorch-cpu={pins['torch']}" in conda
+    listed = dict(line.split("==") for line in pip if "==" in line)
+    expected = {k: v for k, v in pins.items() if k != "torch"}
+    differ = {k: (listed.get(k), v) for k, v in expected.items() if listed.get(k) != v}
+    assert not differ, f"environment.yml and requirements.txt disagree: {differ}"
+    assert set(listed) == set(expected), set(listed) ^ set(expected)
+
+
+def test_pyproject_declares_lower_bounds_only():
+    text = (ROOT / "pyproject.toml").read_text()
+    deps = re.search(r"dependencies = \[(.*?)\]", text, re.S).group(1)
+    assert "==" not in deps and ">=" in deps
+
+
+def test_ci_runs_make_test():
+    script = (ROOT / ".ci" / "run").read_text()
+    assert re.search(r"^make test$", script, re.M)
+
+
+# --- notebooks ------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=ALL_NBS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def notebook(request):
+    return request.param, json.loads(request.param.read_text())
+
+
+def _text(cell) -> str:
+    src = cell["source"]
+    return "".join(src) if isinstance(src, list) else src
+
+
+def test_notebook_metadata_is_uniform(notebook):
+    path, nb = notebook
+    assert nb["metadata"]["kernelspec"]["name"] == "python3", path
+    assert nb["metadata"]["language_info"]["name"] == "python", path
+    assert "version" not in nb["metadata"]["language_info"], f"{path.name}: machine-specific"
+
+
+def test_notebook_starts_with_title_and_goals_and_ends_with_summary(notebook):
+    path, nb = notebook
+    first, last = nb["cells"][0], nb["cells"][-1]
+    stem = path.stem[:2]
+    assert first["cell_type"] == "markdown" and _text(first).startswith(f"# {stem} · "), path.name
+    assert "## Learning goals" in _text(first), f"{path.name}: no learning goals"
+    assert last["cell_type"] == "markdown" and "## Summary" in _text(last), (
+        f"{path.name}: no summary"
+    )
+
+
+def test_notebook_has_no_empty_cells(notebook):
+    path, nb = notebook
+    for i, cell in enumerate(nb["cells"]):
+        assert _text(cell).strip(), f"{path.name}: cell {i} is empty"
+
+
+def test_first_code_cell_is_the_colab_installer(notebook):
+    path, nb = notebook
+    code = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    assert '"google.colab" in sys.modules' in _text(code), path.name
+
+
+_MACHINE = re.compile(r"(/home/|/tmp/|/root/|/work/|/Users/|C:\\\\|0x[0-9a-f]{8,})", re.I)
+
+
+def test_no_machine_specific_paths_or_addresses(notebook):
+    path, nb = notebook
+    for i, cell in enumerate(nb["cells"]):
+        blobs = [_text(cell)]
+        for out in cell.get("outputs", []):
+            blobs.append(json.dumps({k: v for k, v in out.items() if k != "data"}))
+            blobs += [json.dumps(v) for k, v in out.get("data", {}).items() if k.startswith("text")]
+        for blob in blobs:
+            m = _MACHINE.search(blob)
+            assert not m, f"{path.name} cell {i}: machine-specific text {m.group(0)!r}"
+
+
+def test_outputs_are_small_unless_tagged(notebook):
+    path, nb = notebook
+    for i, cell in enumerate(nb["cells"]):
+        if "large-output" in cell.get("metadata", {}).get("tags", []):
+            continue
+        for out in cell.get("outputs", []):
+            size = len(json.dumps(out))
+            assert size <= MAX_OUTPUT_BYTES, f"{path.name} cell {i}: output of {size} bytes"
+
+
+@pytest.mark.parametrize(
+    "path",
+    LECTURES + sorted((ROOT / "solutions").glob("*.ipynb")),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
+def test_executed_top_to_bottom(path):
+    nb = json.loads(path.read_text())
+    counts = [c["execution_count"] for c in nb["cells"] if c["cell_type"] == "code"]
+    assert counts == list(range(1, len(counts) + 1)), f"{path.name}: execution counts {counts}"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "exercises").glob("*.ipynb")), ids=lambda p: p.name)
+def test_exercises_are_stored_without_outputs(path):
+    nb = json.loads(path.read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == [] and cell["execution_count"] is None, path.name
+
+
+def test_every_lecture_is_in_the_readme():
+    readme = (ROOT / "README.md").read_text()
+    for path in LECTURES:
+        assert f"notebooks/{path.name}" in readme, f"README does not link {path.name}"
+
+
+def test_notebooks_do_not_read_shared_folder():
+    for path in [*map(str, ALL_NBS), *_tracked("*.py")]:
+        text = (ROOT / path).read_text() if not Path(path).is_absolute() else Path(path).read_text()
+        assert "../shared" not in text and "lecture-notes" not in text, path
+
+
+# --- public API -----------------------------------------------------------------------------
+
+
+def _public_objects():
+    for name in sorted(set(dir(course_lib))):
+        if name.startswith("_"):
+            continue
+        obj = getattr(course_lib, name)
+        if inspect.ismodule(obj):
+            continue
+        yield name, obj
+
+
+def test_every_public_name_has_a_docstring():
+    missing = [n for n, o in _public_objects() if not (inspect.getdoc(o) or "").strip()]
+    assert not missing, f"public names without a docstring: {missing}"
+
+
+def test_public_functions_have_type_hints():
+    bare = []
+    for name, obj in _public_objects():
+        if inspect.isfunction(obj):
+            sig = inspect.signature(obj)
+            hinted = [
+                p for p in sig.parameters.values() if p.annotation is not inspect.Parameter.empty
+            ]
+            if sig.return_annotation is inspect.Signature.empty and not hinted:
+                bare.append(name)
+    assert not bare, f"public functions without any type hints: {bare}"

@@ -64,18 +64,22 @@ def check_softmax_temperature(student_fn) -> None:
             what=f"softmax of {x.tolist()} at temperature T={t}",
             hint="divide the scores by T before the softmax: softmax(x / T).",
         )
-    try:
-        bad = call_student(ex, student_fn, x.copy(), 0.0)
-    except ExerciseError as err:
-        if "ValueError" in str(err):
-            passed(ex, "softmax with temperature")
-            return
-        raise
-    raise ExerciseError(
-        ex,
-        f"for T=0 your function returned {bad!r} instead of raising.",
-        "a temperature must be positive: `raise ValueError(...)` when T <= 0.",
-    )
+    # Both T = 0 and a negative T must be refused (the task says T <= 0): a guard on T == 0
+    # alone, or on nothing, returns numbers for T = -1 (the softmax of the flipped scores).
+    for t in (0.0, -1.0):
+        try:
+            with np.errstate(all="ignore"):  # an unguarded x / 0 must not print a warning
+                bad = call_student(ex, student_fn, x.copy(), t)
+        except ExerciseError as err:
+            if "ValueError" in str(err):
+                continue
+            raise
+        raise ExerciseError(
+            ex,
+            f"for T={t:g} your function returned {bad!r} instead of raising.",
+            "a temperature must be positive: `raise ValueError(...)` when T <= 0.",
+        )
+    passed(ex, "softmax with temperature")
 
 
 def check_attention_weights(student_fn) -> None:

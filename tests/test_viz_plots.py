@@ -1,5 +1,12 @@
 """Static plots: each panel shows exactly the matrix it was given, labelled as promised."""
 
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display needed; must come before pyplot is imported
+
+import matplotlib.axes
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
@@ -87,3 +94,102 @@ def test_existing_signatures_still_work():
     np.testing.assert_array_equal(_image(ax), w)
     ax = plot_heatmap(w, x_labels=list("abcd"), y_labels=list("wxyz"), title="m")
     assert ax.get_title() == "m"
+
+
+# --- plot_attention / plot_heatmap: tick labels, orientation, errors -----------------------
+
+
+def _labels(ticks) -> list[str]:
+    return [t.get_text() for t in ticks]
+
+
+def test_plot_attention_labels_queries_on_rows_and_keys_on_columns():
+    w = np.array([[0.9, 0.1, 0.0], [0.2, 0.3, 0.5]])  # 2 queries, 3 keys (cross-attention)
+    ax = plot_attention(w, ["le", "chat"], ["the", "cat", "sat"], title=None)
+    assert isinstance(ax, matplotlib.axes.Axes)
+    np.testing.assert_array_equal(_image(ax), w)  # row i = query i, not transposed
+    assert _labels(ax.get_yticklabels()) == ["le", "chat"]
+    assert _labels(ax.get_xticklabels()) == ["the", "cat", "sat"]
+    assert ax.get_ylabel() == "query (attending)" and ax.get_xlabel() == "key (attended to)"
+    assert ax.get_title() == "" and ax.images[0].get_clim()[0] == 0.0
+
+
+def test_plot_attention_self_attention_uses_tokens_for_both_axes():
+    tokens = ["the", "cat", "sat"]
+    ax = plot_attention(np.eye(3), tokens, annotate=True)
+    assert _labels(ax.get_xticklabels()) == tokens and _labels(ax.get_yticklabels()) == tokens
+    assert ax.get_title() == "attention weights"
+    assert sorted(t.get_text() for t in ax.texts) == ["0.00"] * 6 + ["1.00"] * 3
+
+
+def test_plot_attention_draws_into_a_given_axes():
+    fig, (left, right) = plt.subplots(1, 2)
+    ax = plot_attention(np.full((2, 2), 0.5), ["a", "b"], ax=right)
+    assert ax is right and not left.images
+
+
+def test_plot_heatmap_labels_titles_and_unlabelled_default():
+    m = np.arange(6.0).reshape(2, 3)
+    ax = plot_heatmap(
+        m, x_labels=["x", "y", "z"], y_labels=["r0", "r1"], xlabel="cols", ylabel="rows"
+    )
+    assert isinstance(ax, matplotlib.axes.Axes)
+    assert _labels(ax.get_xticklabels()) == ["x", "y", "z"]
+    assert _labels(ax.get_yticklabels()) == ["r0", "r1"]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("cols", "rows")
+    np.testing.assert_array_equal(_image(ax), m)
+    plain = plot_heatmap(m)
+    assert "x" not in _labels(plain.get_xticklabels())
+
+
+def test_label_count_mismatch_raises():
+    w = np.full((2, 3), 1 / 3)
+    with pytest.raises(ValueError, match=r"x_labels has 2 labels but the matrix has 3 there"):
+        plot_attention(w, ["a", "b"])  # self-attention labels for a 2x3 matrix: keys miscounted
+    with pytest.raises(ValueError, match=r"y_labels has 3 labels but the matrix has 2 there"):
+        plot_attention(w, ["a", "b", "c"], ["x", "y", "z"])
+    with pytest.raises(ValueError, match=r"x_labels has 4 labels but the matrix has 3 there"):
+        plot_heatmap(w, x_labels=list("abcd"))
+
+
+def test_plot_heatmap_input_errors_name_the_argument():
+    with pytest.raises(
+        ValueError, match=r"matrix must be 2-D \(rows, cols\), got shape \(2, 2, 2\)"
+    ):
+        plot_heatmap(np.zeros((2, 2, 2)))
+    with pytest.raises(TypeError, match=r"matrix must contain real numbers"):
+        plot_heatmap([["a", "b"]])
+    with pytest.raises(ValueError, match=r"matrix must be 2-D"):
+        plot_attention(np.zeros(3))
+
+
+# --- widgets: temperature plots with a static fallback ------------------------------------
+
+
+def test_plot_temperatures_draws_softmax_of_scores_over_t():
+    from course_lib.viz import plot_temperatures
+
+    scores = [14.0, 12.0]
+    fig = plot_temperatures(scores, temperatures=(1.0, 2.0), labels=["w1", "w2"])
+    assert [ax.get_title() for ax in fig.axes] == ["T = 1", "T = 2"]
+    for ax, t in zip(fig.axes, (1.0, 2.0), strict=True):
+        heights = [bar.get_height() for bar in ax.patches]
+        e = [math.exp(s / t) for s in scores]  # by hand, independent of course_lib
+        np.testing.assert_allclose(heights, [v / sum(e) for v in e], rtol=1e-12)
+    assert _labels(fig.axes[0].get_xticklabels()) == ["w1", "w2"]
+    assert round(fig.axes[0].patches[0].get_height(), 2) == 0.88  # the notes' example at T = 1
+
+
+def test_temperature_slider_returns_a_widget_and_fallback_without_ipywidgets(monkeypatch):
+    import sys
+
+    from course_lib.viz import temperature_slider
+
+    widget = temperature_slider([1.0, 2.0, 3.0])
+    assert widget is not None and widget.children[0].description == "T"
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)  # import ipywidgets -> ImportError
+    n_before = len(plt.get_fignums())
+    assert temperature_slider([1.0, 2.0, 3.0]) is None
+    assert len(plt.get_fignums()) == n_before + 1  # the static figure was drawn
+    with pytest.raises(TypeError, match=r"scores must contain real numbers"):
+        temperature_slider(["a"])

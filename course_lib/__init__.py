@@ -6,6 +6,7 @@ Notebooks call these functions; tests hold each of them against an independent r
 
 # Each module lists its public names in __all__; they are re-exported here, one line a module.
 from .attention import *  # noqa: F403
+from .bleu import *  # noqa: F403
 from .chunked_attention import *  # noqa: F403
 from .head_patterns import *  # noqa: F403
 from .layers import *  # noqa: F403

@@ -10,6 +10,7 @@ from .bleu import *  # noqa: F403
 from .chunked_attention import *  # noqa: F403
 from .head_patterns import *  # noqa: F403
 from .layers import *  # noqa: F403
+from .models.bert import *  # noqa: F403
 from .multihead import *  # noqa: F403
 from .positional import *  # noqa: F403
 from .reproducibility import *  # noqa: F403

@@ -135,15 +135,23 @@ def plot_attention_grid(
     head_ids = check_indices(heads, att.shape[1], "heads") or list(range(att.shape[1]))
     shown = att[np.ix_(layer_ids, head_ids)]
     n_rows, n_cols = len(layer_ids), len(head_ids)
+    # Fixed margins instead of constrained layout: with 72 panels the layout solver takes
+    # tens of seconds, and the grid's geometry is simple enough to place by hand. No shared
+    # axes either: sharing would give all 72 panels every tick (slow), not just the edge ones.
+    room = 0.9 if tokens is not None or key_tokens is not None else 0.3  # for token labels
+    width, height = cell_size * n_cols + room + 1.2, cell_size * n_rows + room + 0.8
+    margins = {
+        "left": (room + 0.3) / width,
+        "right": 1 - 1.1 / width,
+        "bottom": room / height,
+        "top": 1 - 0.7 / height,
+        "wspace": 0.08,
+        "hspace": 0.08,
+    }
     fig, axes = plt.subplots(
-        n_rows,
-        n_cols,
-        squeeze=False,
-        sharex=True,
-        sharey=True,
-        figsize=(cell_size * n_cols + 1.5, cell_size * n_rows + 1.0),
-        layout="constrained",
-    )
+        n_rows, n_cols, squeeze=False, figsize=(width, height),
+        gridspec_kw=margins,
+    )  # fmt: skip
     vmax = float(shown.max()) or 1.0
     for r, layer in enumerate(layer_ids):
         for c, head in enumerate(head_ids):
@@ -156,13 +164,16 @@ def plot_attention_grid(
             if c == 0:
                 ax.set_ylabel(f"layer {layer}", fontsize=9)
     # Labels only when they fit; with long sentences the grid is for patterns, not words.
+    size = min(7.0, 0.8 * cell_size * 72 / max(att.shape[2], att.shape[3]))  # points per row
     if tokens is not None and att.shape[2] <= 16:
         for r in range(n_rows):
-            axes[r, 0].set_yticks(range(att.shape[2]), labels=tokens, fontsize=7)
+            axes[r, 0].set_yticks(range(att.shape[2]), labels=tokens, fontsize=size)
     if key_tokens is not None and att.shape[3] <= 16:
         for c in range(n_cols):
-            axes[-1, c].set_xticks(range(att.shape[3]), labels=key_tokens, fontsize=7, rotation=90)
-    fig.colorbar(im, ax=axes, shrink=0.6, label="attention weight")
+            axes[-1, c].set_xticks(
+                range(att.shape[3]), labels=key_tokens, fontsize=size, rotation=90
+            )
+    fig.colorbar(im, cax=fig.add_axes((1 - 0.9 / width, 0.25, 0.15 / width, 0.5)), label="weight")
     if title:
         fig.suptitle(title)
     return fig

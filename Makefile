@@ -19,11 +19,17 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
+# A fresh random token every start (never empty), bound to localhost only.
+LAB_PORT ?= 8888
 lab: $(STAMP)
-	@# A fresh random token every start; bound to localhost only.
-	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 $(ROOT_FLAG) \
-		--IdentityProvider.token=$$($(PY) -c 'import secrets; print(secrets.token_hex(24))') \
-		--ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/README.md
+	@token=$$($(PY) -c 'import secrets; print(secrets.token_hex(24))'); \
+	echo ""; \
+	echo "  Open the course at: http://127.0.0.1:$(LAB_PORT)/lab/tree/README.md?token=$$token"; \
+	echo "  (Ctrl-C twice to stop; another port: make lab LAB_PORT=8889)"; \
+	echo ""; \
+	exec $(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) \
+		--ServerApp.port_retries=0 $(ROOT_FLAG) --IdentityProvider.token=$$token \
+		--ServerApp.root_dir=$(CURDIR)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

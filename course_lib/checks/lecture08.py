@@ -1,0 +1,199 @@
+"""Checks for the exercises of lecture 08 (BERT: masking rule, NSP pairs, a BPE merge step)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..data.pretraining import IGNORE_INDEX, pair_input
+from ..tokenization import count_pairs, merge_pair
+from . import ExerciseError, call_student, check_value, passed
+
+__all__ = ["check_mlm_masking", "check_nsp_example", "check_bpe_merge_step"]
+
+MASK_ID, VOCAB_SIZE, N_SPECIAL = 4, 1000, 5
+
+
+def _within(count: int, n: int, p: float, sigmas: float = 5.0) -> bool:
+    return abs(count - n * p) <= sigmas * np.sqrt(n * p * (1 - p))
+
+
+def check_mlm_masking(student_fn) -> None:
+    """Exercise 8.1: ``mask_for_mlm(ids, special, rng) -> (masked, labels)`` with BERT's rule."""
+    ex = "8.1"
+    rng = np.random.default_rng(81)
+    ids = rng.integers(N_SPECIAL, VOCAB_SIZE, size=(300, 40))
+    ids[:, 0], ids[:, 20], ids[:, 30:] = 2, 3, 0  # [CLS], [SEP], padding
+    special = ids < N_SPECIAL
+    got = call_student(ex, student_fn, ids.copy(), special.copy(), np.random.default_rng(0))
+    if not (isinstance(got, tuple) and len(got) == 2):
+        raise ExerciseError(
+            ex, f"expected a tuple (masked, labels), got {type(got).__name__}.",
+            "end with `return masked, labels`.",
+        )  # fmt: skip
+    masked, labels = (np.asarray(x) for x in got)
+    check_value(ex, masked.shape, ids.shape, what="shape of masked")
+    check_value(ex, labels.shape, ids.shape, what="shape of labels")
+    picked = labels != IGNORE_INDEX
+    if picked[special].any() or (masked[special] != ids[special]).any():
+        raise ExerciseError(
+            ex,
+            "a special token ([CLS], [SEP] or [PAD]) was picked or changed.",
+            "pick only where `special` is False: `picked = (rng.random(shape) < 0.15) & ~special`.",
+        )
+    if (labels[picked] != ids[picked]).any():
+        raise ExerciseError(
+            ex,
+            "at a picked position the label must be the ORIGINAL token id.",
+            "labels = np.where(picked, ids, -100), computed from the ids before replacing.",
+        )
+    if (masked[~picked] != ids[~picked]).any():
+        raise ExerciseError(
+            ex,
+            "a position that was not picked (label -100) was changed.",
+            "only picked positions may become [MASK] or a random token.",
+        )
+    n_normal, n_picked = int((~special).sum()), int(picked.sum())
+    rate = n_picked / n_normal
+    if not _within(n_picked, n_normal, 0.15):
+        raise ExerciseError(
+            ex,
+            f"picked rate: expected about 0.150 of the non-special tokens, got {rate:.3f}.",
+            "each non-special token is picked with probability 0.15.",
+        )
+    to_mask = float(np.mean(masked[picked] == MASK_ID))
+    unchanged = float(np.mean(masked[picked] == ids[picked]))
+    to_random = 1 - to_mask - unchanged
+    if not (
+        _within(round(to_mask * n_picked), n_picked, 0.8)
+        and _within(round(unchanged * n_picked), n_picked, 0.1 + 0.1 / VOCAB_SIZE)
+    ):
+        raise ExerciseError(
+            ex,
+            "of the picked tokens, expected about 0.80 [MASK] / 0.10 random / 0.10 unchanged,\n"
+            f"  got {to_mask:.3f} [MASK] / {to_random:.3f} random / {unchanged:.3f} unchanged.",
+            "draw one more uniform number u per picked token: u < 0.8 -> [MASK] (id 4), "
+            "0.8 <= u < 0.9 -> a random id in [5, vocab_size), else keep the token.",
+        )
+    replaced = masked[picked & (masked != MASK_ID) & (masked != ids)]
+    if (replaced < N_SPECIAL).any() or (replaced >= VOCAB_SIZE).any():
+        raise ExerciseError(
+            ex,
+            f"random replacements must be normal token ids in [5, {VOCAB_SIZE}), "
+            f"got ids such as {sorted(set(replaced[(replaced < N_SPECIAL) | (replaced >= VOCAB_SIZE)].tolist()))[:5]}.",
+            "rng.integers(5, vocab_size, size=...)",
+        )
+    passed(ex, "BERT's masking rule (15 %; 80/10/10; specials untouched)")
+
+
+def _docs():
+    words = "the a cat dog sat ran on under mat log big small red blue".split()
+    rng = np.random.default_rng(82)
+    return [
+        [[str(x) for x in rng.choice(words, size=int(rng.integers(2, 6)))] + [f"d{d}s{s}"]
+         for s in range(int(rng.integers(2, 5)))]
+        for d in range(12)
+    ]  # fmt: skip
+
+
+def check_nsp_example(student_fn) -> None:
+    """Exercise 8.2: ``nsp_example(documents, doc, index, rng) -> (tokens, segments, is_next)``."""
+    ex = "8.2"
+    docs = _docs()
+    positions = [(d, i) for d, doc in enumerate(docs) for i in range(len(doc) - 1)]
+    rng = np.random.default_rng(0)
+    n, n_true, other_docs = 1200, 0, set()
+    for k in range(n):
+        d, i = positions[k % len(positions)]
+        got = call_student(ex, student_fn, docs, d, i, rng)
+        if not (isinstance(got, tuple) and len(got) == 3):
+            raise ExerciseError(
+                ex, f"expected a tuple (tokens, segments, is_next), got {type(got).__name__}.",
+                "end with `return tokens, segments, is_next`.",
+            )  # fmt: skip
+        tokens, segments, is_next = list(got[0]), list(got[1]), got[2]
+        if is_next not in (0, 1):
+            raise ExerciseError(ex, f"is_next must be 1 or 0, got {is_next!r}.")
+        a = docs[d][i]
+        if is_next:
+            b = docs[d][i + 1]
+        else:
+            if "[SEP]" not in tokens[len(a) + 1 :]:
+                raise ExerciseError(ex, f"no [SEP] after sentence A in {tokens}.")
+            b = tokens[len(a) + 2 : -1]
+            homes = [j for j, doc in enumerate(docs) if b in doc]
+            if not homes or d in homes:
+                raise ExerciseError(
+                    ex,
+                    f"with is_next=0, B must be a sentence of ANOTHER document; for doc={d}, "
+                    f"index={i} got B={b}.",
+                    "pick a random document other than `doc`, then a random sentence in it.",
+                )
+            other_docs.add(homes[0])
+        want_tokens, want_segments = pair_input(a, b)
+        check_value(ex, tokens, want_tokens,
+                    what=f"tokens for doc={d}, index={i}, is_next={is_next}",
+                    hint="[CLS] + A + [SEP] + B + [SEP]")  # fmt: skip
+        check_value(ex, segments, want_segments,
+                    what=f"segment ids for doc={d}, index={i}",
+                    hint="0 for [CLS], A and the first [SEP]; 1 for B and the last [SEP].")  # fmt: skip
+        n_true += int(is_next)
+    if not _within(n_true, n, 0.5):
+        raise ExerciseError(
+            ex,
+            f"is_next=1 should happen half of the time; got {n_true} of {n} ({n_true / n:.2f}).",
+            "use the rng: `if rng.random() < 0.5:` true next sentence, else a random one.",
+        )
+    if len(other_docs) < 5:
+        raise ExerciseError(
+            ex,
+            f"random B sentences came from only {len(other_docs)} different documents.",
+            "choose the other document at random with the rng each time.",
+        )
+    passed(ex, "NSP examples: [CLS] A [SEP] B [SEP], segments, 50 % true pairs")
+
+
+def _reference_step(words: dict) -> tuple[tuple[str, str], dict]:
+    pairs = count_pairs(words)
+    best = min(pairs, key=lambda p: (-pairs[p], p))
+    return best, {merge_pair(w, best): c for w, c in words.items()}
+
+
+def check_bpe_merge_step(student_fn) -> None:
+    """Exercise 8.3: ``bpe_merge_step(words) -> (pair, new_words)``: one merge of BPE."""
+    ex = "8.3"
+    cases = {
+        "the toy corpus": {
+            tuple("low"): 5,
+            tuple("lower"): 2,
+            tuple("newest"): 6,
+            tuple("widest"): 3,
+        },  # fmt: skip
+        "a tie between two pairs": {tuple("ab"): 2, tuple("cd"): 2},
+        "counts that outweigh the number of words": {
+            tuple("ab"): 1,
+            tuple("abx"): 1,
+            tuple("cd"): 5,
+        },
+        "overlapping pairs (a a a)": {tuple("aaa"): 3, tuple("ab"): 2},
+        "symbols that contain other symbols": {("ab", "c"): 1, ("b", "c"): 3},
+        "symbols that are already merged": {
+            ("lo", "w"): 5,
+            ("lo", "w", "er"): 2,
+            ("n", "e", "w"): 1,
+        },
+    }
+    for what, words in cases.items():
+        got = call_student(ex, student_fn, dict(words))
+        if not (isinstance(got, tuple) and len(got) == 2):
+            raise ExerciseError(
+                ex, f"expected a tuple (pair, new_words), got {type(got).__name__}.",
+                "end with `return best, new_words`.",
+            )  # fmt: skip
+        best, new_words = _reference_step(words)
+        check_value(ex, tuple(got[0]), best, what=f"merged pair for {what}",
+                    hint="the most frequent adjacent pair, counted with the word counts; "
+                    "ties: the alphabetically smallest pair.")  # fmt: skip
+        check_value(ex, dict(got[1]), new_words, what=f"words after the merge for {what}",
+                    hint="scan each word left to right; after merging two symbols, continue "
+                    "after the second one (so a a a -> aa a).")  # fmt: skip
+    passed(ex, "one BPE merge step")

@@ -1,0 +1,230 @@
+"""Lecture 09's attention views, drawn by a real browser with no network.
+
+1. The lecture is executed and exported to HTML (tools/export_html.py) and opened in headless
+   Chromium from a file:// URL.
+2. The same executed notebook is saved, then opened in a JupyterLab that this test starts on
+   127.0.0.1 with a random token (and stops afterwards).
+
+Both check, for every view: the SVG has one line per attention weight (heads x queries x
+keys, or layers x heads x queries x keys for the model view); switching the head view's
+layer redraws it; no console errors; no request leaves the machine. Skipped, with a message,
+only where no Chromium is installed (.ci/run installs Debian's package).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+from _browser import (
+    SWITCH_LAYER_JS,
+    VIEW_STATE_JS,
+    Browser,
+    environment_without_proxies,
+    find_chromium,
+)
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+LECTURE = ROOT / "notebooks" / "09_attention_visualisation.ipynb"
+VENV_BIN = Path(sys.executable).parent
+DRAW_TIMEOUT = 90  # seconds for every view of a page to draw (2 busy cores)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    path = find_chromium()
+    if path is None:
+        pytest.skip(
+            "Chromium not found (looked for chromium, chromium-browser, google-chrome): the "
+            "browser tests need Debian's `chromium` package; .ci/run installs it with apt"
+        )
+    return path
+
+
+@pytest.fixture(scope="module")
+def executed_lecture(chromium) -> nbformat.NotebookNode:
+    """Lecture 09 with its outputs: the committed file has the large view outputs stripped."""
+    nb = nbformat.read(LECTURE, as_version=4)
+    NotebookClient(
+        nb,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(LECTURE.parent)}},
+    ).execute()
+    return nb
+
+
+def expected_views(nb) -> dict[str, dict]:
+    """Every view the notebook displays: its id, kind, layers and how many lines it draws."""
+    views = {}
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            page = out.get("data", {}).get("text/html", "")
+            if "course-lib-attention-view" not in page:
+                continue
+            view_id = re.search(r'<iframe id="([^"]+)"', page).group(1)
+            srcdoc = html.unescape(re.search(r'srcdoc="([^"]*)"', page).group(1))
+            params = json.loads(re.search(r"const params = (.*?); // HACK", srcdoc, re.S).group(1))
+            attn = params["attention"][0]["attn"]  # (layers, heads, n_q, n_k) as nested lists
+            n_layers, n_heads, n_q, n_k = (
+                len(attn),
+                len(attn[0]),
+                len(attn[0][0]),
+                len(attn[0][0][0]),
+            )
+            kind = "model" if "total_heads" in params else "head"
+            views[view_id] = {
+                "kind": kind,
+                "lines": n_heads * n_q * n_k * (n_layers if kind == "model" else 1),
+                "layers": [str(x) for x in params["include_layers"]],
+            }
+    return views
+
+
+def wait_until_drawn(browser: Browser, expected: dict[str, dict]) -> dict[str, tuple]:
+    """Wait for every expected view to draw all its lines; return {id: (frame context key)}."""
+
+    def drawn():
+        found = {v["id"]: (key, v) for key, v in browser.evaluate_everywhere(VIEW_STATE_JS)}
+        if set(found) >= set(expected) and all(
+            found[i][1]["lines"] == expected[i]["lines"] for i in expected
+        ):
+            return found
+        return None
+
+    try:
+        return browser.wait_for(drawn, DRAW_TIMEOUT, f"{len(expected)} attention views to draw")
+    except TimeoutError:
+        got = {v["id"]: v["lines"] for _, v in browser.evaluate_everywhere(VIEW_STATE_JS)}
+        want = {i: e["lines"] for i, e in expected.items()}
+        pytest.fail(
+            f"views not drawn: expected lines {want}, got {got}; errors {browser.console_errors}"
+        )
+
+
+def check_layer_switch(browser: Browser, found: dict, expected: dict) -> None:
+    """In each multi-layer head view, choosing another layer redraws the lines."""
+    switched = 0
+    for view_id, info in expected.items():
+        if info["kind"] != "head" or len(info["layers"]) < 2:
+            continue
+        key, before = found[view_id]
+        target = info["layers"][-1] if before["layer"] != info["layers"][-1] else info["layers"][0]
+        browser.evaluate(SWITCH_LAYER_JS % json.dumps(target), *key)
+
+        def redrawn(key=key, before=before, target=target):
+            now = browser.evaluate(VIEW_STATE_JS, *key)
+            return now if now["layer"] == target and now["drawing"] != before["drawing"] else None
+
+        now = browser.wait_for(redrawn, 20, f"layer {target} of {view_id} to draw")
+        assert now["lines"] == info["lines"]
+        switched += 1
+    assert switched >= 1, "the lecture should show at least one head view with several layers"
+
+
+def test_exported_lecture_renders_offline(chromium, executed_lecture, tmp_path):
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from export_html import export_offline_html
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    expected = expected_views(executed_lecture)
+    assert sum(v["kind"] == "model" for v in expected.values()) >= 1
+    page = tmp_path / "09_attention_visualisation.html"
+    page.write_text(export_offline_html(executed_lecture), encoding="utf-8")
+
+    with Browser(chromium) as browser:
+        browser.navigate(page.as_uri())
+        found = wait_until_drawn(browser, expected)
+        check_layer_switch(browser, found, expected)
+        browser.pump(1.0)  # late errors, if any
+        assert browser.console_errors == []
+        assert browser.external_requests() == []
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_server(url: str, proc: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"jupyter lab exited with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"jupyter lab did not answer {url} within {timeout} s")
+
+
+def test_saved_notebook_reopened_in_jupyterlab(chromium, executed_lecture, tmp_path):
+    root, home = tmp_path / "root", tmp_path / "home"
+    root.mkdir()
+    env = environment_without_proxies()
+    env.update(
+        HOME=str(home), JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"),
+        JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), HF_HUB_OFFLINE="1",
+    )  # fmt: skip
+    # Draw every cell, not only those in view (JupyterLab 4 windows long notebooks).
+    tracker = home / "settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+    # Saved as a user's JupyterLab saves it: with its outputs, and signed (trusted) for this
+    # server; untrusted HTML outputs are not rendered by JupyterLab.
+    notebook = root / "09_attention_visualisation.ipynb"
+    nbformat.write(executed_lecture, notebook)
+    subprocess.run([str(VENV_BIN / "jupyter"), "trust", str(notebook)], env=env, check=True,
+                   capture_output=True, timeout=60)  # fmt: skip
+    expected = expected_views(nbformat.read(notebook, as_version=4))
+
+    port, token = _free_port(), secrets.token_hex(16)
+    args = [
+        str(VENV_BIN / "jupyter"), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+        "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]  # fmt: skip
+    if os.geteuid() == 0:
+        args.append("--allow-root")
+    log = open(tmp_path / "lab.log", "w")
+    lab = subprocess.Popen(
+        args, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        _wait_for_server(f"{base}/api/status?token={token}", lab, timeout=90)
+        with Browser(chromium) as browser:
+            browser.navigate(f"{base}/lab/tree/{notebook.name}?token={token}")
+            found = wait_until_drawn(browser, expected)
+            check_layer_switch(browser, found, expected)
+            browser.pump(1.0)
+            view_sessions = {key[0] for key, _ in found.values()}
+            view_errors = [e for e in browser.console_errors if e["session"] in view_sessions]
+            assert view_errors == []
+            assert browser.external_requests() == []
+    finally:
+        try:
+            os.killpg(lab.pid, signal.SIGTERM)  # the server and the kernel it started
+            lab.wait(timeout=20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(lab.pid, signal.SIGKILL)
+            lab.wait(timeout=10)
+        log.close()

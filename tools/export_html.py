@@ -1,0 +1,69 @@
+"""Export a notebook to one HTML page that opens with no network (for handouts and tests).
+
+    python tools/export_html.py NOTEBOOK.ipynb OUT.html            # the saved outputs
+    python tools/export_html.py NOTEBOOK.ipynb OUT.html --execute  # run it first
+
+nbconvert's default "lab" template loads require.js and MathJax (and, when needed, mermaid
+and the widget manager) from a CDN. This template keeps the lab look but drops those
+scripts: the course's interactive views carry their own JavaScript (course_lib.viz), and
+formulas are left as TeX source. The result is checked: no <script>, <link> or <img> may
+refer to another site.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+from jinja2 import DictLoader
+from nbconvert import HTMLExporter
+
+OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{% block jupyter_widgets %}{% endblock jupyter_widgets %}
+"""
+# An element that makes a browser fetch from another site.
+EXTERNAL = re.compile(
+    r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*[\"']?(?:https?:)?//", re.I
+)
+
+
+def export_offline_html(nb: nbformat.NotebookNode) -> str:
+    """The notebook as one self-contained HTML page; raise if anything would be fetched."""
+    exporter = HTMLExporter(
+        template_name="lab",
+        extra_loaders=[DictLoader({"offline_lab.html.j2": OFFLINE_TEMPLATE})],
+        template_file="offline_lab.html.j2",
+        embed_images=True,
+    )
+    body, _ = exporter.from_notebook_node(nb)
+    found = EXTERNAL.search(body)
+    if found:
+        raise RuntimeError(f"the exported page still loads from the web: {found.group(0)!r}")
+    return body
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) not in (2, 3) or (len(argv) == 3 and argv[2] != "--execute"):
+        print(__doc__)
+        return 2
+    src, out = Path(argv[0]), Path(argv[1])
+    nb = nbformat.read(src, as_version=4)
+    if len(argv) == 3:
+        from nbclient import NotebookClient
+
+        NotebookClient(
+            nb, timeout=600, kernel_name="python3",
+            resources={"metadata": {"path": str(src.resolve().parent)}},
+        ).execute()  # fmt: skip
+    out.write_text(export_offline_html(nb), encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -45,7 +45,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=TINY_BERT_TRAINING["steps"])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument("--eval-every", type=int, default=1000)
+    parser.add_argument("--eval-every", type=int, default=500)
     args = parser.parse_args()
 
     cfg = dict(TINY_BERT_TRAINING, steps=args.steps)

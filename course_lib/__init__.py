@@ -5,6 +5,7 @@ Notebooks call these functions; tests hold each of them against an independent r
 """
 
 # Each module lists its public names in __all__; they are re-exported here, one line a module.
+from .additive_attention import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .bleu import *  # noqa: F403
 from .chunked_attention import *  # noqa: F403
@@ -15,5 +16,6 @@ from .multihead import *  # noqa: F403
 from .positional import *  # noqa: F403
 from .reproducibility import *  # noqa: F403
 from .softmax import *  # noqa: F403
+from .training import *  # noqa: F403
 
 __version__ = "0.1.0"

@@ -1,0 +1,215 @@
+"""Recurrent encoder–decoders for translation: with a fixed context vector, and with attention.
+
+Both models share the encoder, a bidirectional GRU that reads the source into states
+``h_1 … h_S`` (each the concatenation of a forward and a backward state). They differ in
+what the decoder may see of them:
+
+* :class:`Seq2SeqGRU` (Cho et al., 2014; Sutskever et al., 2014) squeezes the source into
+  **one** vector ``c`` — the final forward and backward states — and gives the decoder only
+  that: the bottleneck. Long sentences do not fit.
+* :class:`AttentionSeq2SeqGRU` (Bahdanau et al., 2015) computes a new context
+  ``c_i = Σ_j α_ij h_j`` for every output word ``i``, with additive attention of the previous
+  decoder state over all encoder states.
+
+Every translation model in :mod:`course_lib.models` has the same interface, which
+:func:`~course_lib.models.greedy_decode` relies on:
+
+* ``encode(src, src_mask) -> memory``,
+* ``decode(memory, src_mask, tgt_in) -> logits (batch, T, tgt_vocab)`` — position ``t``
+  depends only on ``tgt_in[:, :t + 1]``,
+* ``forward(src, src_mask, tgt_in) = decode(encode(src, src_mask), src_mask, tgt_in)``.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = [
+    "AdditiveAttention",
+    "Seq2SeqGRU",
+    "AttentionSeq2SeqGRU",
+    "translation_loss",
+]
+
+
+def _check_tokens(x, name: str) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor) or x.dtype != torch.long or x.ndim != 2:
+        got = (
+            f"{x.dtype} tensor of shape {tuple(x.shape)}"
+            if isinstance(x, torch.Tensor)
+            else type(x).__name__
+        )
+        raise TypeError(
+            f"{name} must be a (batch, length) torch.long tensor of token ids, got {got}"
+        )
+    return x
+
+
+def _check_src_mask(src: torch.Tensor, src_mask) -> torch.Tensor:
+    if not isinstance(src_mask, torch.Tensor) or src_mask.dtype != torch.bool:
+        raise TypeError(
+            "src_mask must be a boolean tensor (True = real token), e.g. batch.src_mask"
+        )
+    if src_mask.shape != src.shape:
+        raise ValueError(
+            f"src_mask must have the shape of src {tuple(src.shape)}, got {tuple(src_mask.shape)}"
+        )
+    if not src_mask[:, 0].all():
+        raise ValueError("src_mask must mark at least the first token of every sentence as real")
+    return src_mask
+
+
+class AdditiveAttention(nn.Module):
+    """Bahdanau's score ``e_j = v · tanh(W_s s + W_h h_j)``, softmax over ``j``, context.
+
+    ``forward(query, keys, mask=None, keys_projected=None) -> (context, weights)`` with query
+    ``(batch, d_query)``, keys ``(batch, n, d_key)``, mask ``(batch, n)`` (True = may attend):
+    context ``(batch, d_key)``, weights ``(batch, n)``. ``W_h h_j`` does not depend on the
+    decoder step, so a decoder computes it once (:meth:`project_keys`) and passes it in.
+    Matches :func:`course_lib.additive_attention` (the numpy version) with
+    ``w_query = self.w_query.weight.T``, ``w_key = self.w_key.weight.T``, ``v = self.v.weight[0]``.
+    """
+
+    def __init__(self, d_query: int, d_key: int, d_att: int):
+        super().__init__()
+        self.w_query = nn.Linear(d_query, d_att, bias=False)
+        self.w_key = nn.Linear(d_key, d_att, bias=False)
+        self.v = nn.Linear(d_att, 1, bias=False)
+
+    def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        return self.w_key(keys)
+
+    def forward(self, query, keys, mask=None, keys_projected=None):
+        if keys_projected is None:
+            keys_projected = self.project_keys(keys)
+        scores = self.v(torch.tanh(self.w_query(query)[:, None, :] + keys_projected))[..., 0]
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        context = torch.bmm(weights[:, None, :], keys)[:, 0]
+        return context, weights
+
+
+class _Encoder(nn.Module):
+    """Bidirectional GRU: ids ``(B, S)`` -> states ``(B, S, 2H)`` and final states ``(B, 2H)``."""
+
+    def __init__(self, vocab_size: int, emb: int, hidden: int, pad_id: int):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, emb, padding_idx=pad_id)
+        self.rnn = nn.GRU(emb, hidden, batch_first=True, bidirectional=True)
+
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor):
+        lengths = src_mask.sum(1).cpu()
+        # Packing makes the backward direction start at each sentence's last real word
+        # instead of at its padding, and the final states belong to the real words.
+        packed = nn.utils.rnn.pack_padded_sequence(
+            self.embed(src), lengths, batch_first=True, enforce_sorted=False
+        )
+        out, last = self.rnn(packed)
+        states, _ = nn.utils.rnn.pad_packed_sequence(
+            out, batch_first=True, total_length=src.shape[1]
+        )
+        return states, torch.cat([last[0], last[1]], dim=-1)
+
+
+class Seq2SeqGRU(nn.Module):
+    """Encoder–decoder with a fixed context vector (no attention).
+
+    The decoder GRU starts from ``tanh(W c)`` and receives ``c`` again at every step next to
+    the previous word (as in Cho et al., 2014), so it never lacks access to ``c`` — only to
+    the individual source words, which ``c`` must summarise.
+
+    Args:
+        src_vocab, tgt_vocab: vocabulary sizes.
+        emb: embedding width; hidden: GRU width (the encoder states are ``2 * hidden``).
+        pad_id: id of ``<pad>`` in both vocabularies.
+    """
+
+    def __init__(
+        self, src_vocab: int, tgt_vocab: int, emb: int = 64, hidden: int = 128, pad_id: int = 0
+    ):
+        super().__init__()
+        self.encoder = _Encoder(src_vocab, emb, hidden, pad_id)
+        self.init = nn.Linear(2 * hidden, hidden)
+        self.embed = nn.Embedding(tgt_vocab, emb, padding_idx=pad_id)
+        self.rnn = nn.GRU(emb + 2 * hidden, hidden, batch_first=True)
+        self.out = nn.Linear(hidden + 2 * hidden + emb, tgt_vocab)
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+        """The context vector ``c`` ``(batch, 2 * hidden)``: all the decoder will see."""
+        _check_tokens(src, "src")
+        _, context = self.encoder(src, _check_src_mask(src, src_mask))
+        return context
+
+    def decode(
+        self, memory: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor
+    ) -> torch.Tensor:
+        """Logits ``(batch, T, tgt_vocab)`` for decoder input ``tgt_in`` ``(batch, T)``."""
+        _check_tokens(tgt_in, "tgt_in")
+        e = self.embed(tgt_in)
+        c = memory[:, None, :].expand(-1, tgt_in.shape[1], -1)
+        states, _ = self.rnn(torch.cat([e, c], dim=-1), torch.tanh(self.init(memory))[None])
+        return self.out(torch.cat([states, c, e], dim=-1))
+
+    def forward(self, src, src_mask, tgt_in):
+        return self.decode(self.encode(src, src_mask), src_mask, tgt_in)
+
+
+class AttentionSeq2SeqGRU(nn.Module):
+    """Encoder–decoder with additive attention (Bahdanau et al., 2015).
+
+    For each output position ``i``: weights ``α_i = softmax_j(v · tanh(W_s s_{i-1} + W_h h_j))``
+    over the real source words, context ``c_i = Σ_j α_ij h_j``, new state
+    ``s_i = GRU([emb(y_{i-1}); c_i], s_{i-1})``, logits from ``[s_i; c_i; emb(y_{i-1})]``.
+    After :meth:`decode`, ``self.attention`` holds the weights ``(batch, T, S)``: the
+    alignment matrix.
+    """
+
+    def __init__(
+        self, src_vocab: int, tgt_vocab: int, emb: int = 64, hidden: int = 128, att: int = 128,
+        pad_id: int = 0,
+    ):  # fmt: skip
+        super().__init__()
+        self.encoder = _Encoder(src_vocab, emb, hidden, pad_id)
+        self.init = nn.Linear(2 * hidden, hidden)
+        self.attn = AdditiveAttention(hidden, 2 * hidden, att)
+        self.embed = nn.Embedding(tgt_vocab, emb, padding_idx=pad_id)
+        self.cell = nn.GRUCell(emb + 2 * hidden, hidden)
+        self.out = nn.Linear(hidden + 2 * hidden + emb, tgt_vocab)
+        self.attention: torch.Tensor | None = None
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor):
+        """``(states (B, S, 2H), final (B, 2H))``: all encoder states are kept."""
+        _check_tokens(src, "src")
+        return self.encoder(src, _check_src_mask(src, src_mask))
+
+    def decode(self, memory, src_mask: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        """Logits ``(batch, T, tgt_vocab)``; one GRU step per target position."""
+        _check_tokens(tgt_in, "tgt_in")
+        states, final = memory
+        keys = self.attn.project_keys(states)  # W_h h_j: the same at every step
+        s = torch.tanh(self.init(final))
+        e = self.embed(tgt_in)
+        outputs, weights = [], []
+        for i in range(tgt_in.shape[1]):
+            context, alpha = self.attn(s, states, src_mask, keys)
+            s = self.cell(torch.cat([e[:, i], context], dim=-1), s)
+            outputs.append(torch.cat([s, context, e[:, i]], dim=-1))
+            weights.append(alpha)
+        self.attention = torch.stack(weights, dim=1).detach()
+        return self.out(torch.stack(outputs, dim=1))
+
+    def forward(self, src, src_mask, tgt_in):
+        return self.decode(self.encode(src, src_mask), src_mask, tgt_in)
+
+
+def translation_loss(model: nn.Module, batch) -> torch.Tensor:
+    """Mean cross-entropy of the next target word over the real (non-padding) positions.
+
+    ``batch`` is a :class:`course_lib.data.Batch` (teacher forcing: the decoder reads
+    ``tgt_in`` = ``<bos> y_1 … y_n`` and must predict ``tgt_out`` = ``y_1 … y_n <eos>``).
+    """
+    logits = model(batch.src, batch.src_mask, batch.tgt_in)
+    return F.cross_entropy(logits[batch.tgt_mask], batch.tgt_out[batch.tgt_mask])

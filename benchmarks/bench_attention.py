@@ -47,22 +47,34 @@ FIELDS = [
     "n",
     "d",
     "naive_s",
+    "naive_bare_s",
     "chunked_s",
     "torch_s",
     "torch_math_s",
     "naive_peak_mib",
+    "naive_bare_peak_mib",
     "chunked_peak_mib",
     "naive_rss_mib",
+    "naive_bare_rss_mib",
     "chunked_rss_mib",
     "torch_rss_mib",
     "torch_math_rss_mib",
     "score_matrix_mib",
     "naive_over_torch_time",
+    "naive_bare_over_torch_time",
     "chunked_over_torch_time",
     "naive_over_chunked_memory",
     "max_abs_diff_chunked_vs_naive",
     "max_abs_diff_torch_vs_naive",
 ]
+
+
+try:
+    import ctypes
+
+    _LIBC = ctypes.CDLL("libc.so.6")
+except OSError:  # not glibc
+    _LIBC = None
 
 
 def fresh_pages_for_large_allocations(threshold: int = 64 * 1024) -> bool:
@@ -72,13 +84,9 @@ def fresh_pages_for_large_allocations(threshold: int = 64 * 1024) -> bool:
     memory in its heap, so a second call allocates nothing new and the RSS rise reads 0. With a
     fixed threshold (M_MMAP_THRESHOLD = -3) each large buffer is fresh memory again.
     """
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-        return bool(libc.mallopt(-3, threshold))
-    except (OSError, AttributeError):  # not glibc: RSS rises are then lower bounds
+    if _LIBC is None:  # not glibc: RSS rises are then lower bounds
         return False
+    return bool(_LIBC.mallopt(-3, threshold))
 
 
 class RssPeak:
@@ -128,6 +136,9 @@ def tracemalloc_peak_mib(fn) -> float:
 
 
 def rss_rise_mib(fn) -> float:
+    # Give freed heap pages back to the OS first; otherwise malloc reuses them (already
+    # resident) before it consults the mmap threshold, and the rise reads 0.
+    _LIBC.malloc_trim(0) if _LIBC is not None else None
     with RssPeak() as r:
         fn()
     return r.rise_mib
@@ -145,8 +156,18 @@ def contenders(n: int, d: int, block_size: int, rng) -> dict:
         with torch.no_grad():
             return F.scaled_dot_product_attention(*ts)
 
+    def bare():
+        # The same formula with no input checks, in place: one n x n buffer instead of ~4.
+        s = q @ k.T
+        s *= np.float32(1 / np.sqrt(d))
+        s -= s.max(axis=-1, keepdims=True)
+        np.exp(s, out=s)
+        s /= s.sum(axis=-1, keepdims=True)
+        return s @ v
+
     return {
         "naive": lambda: scaled_dot_product_attention(q, k, v)[0],
+        "naive_bare": bare,
         "chunked": lambda: chunked_attention(q, k, v, block_size=block_size),
         "torch": lambda: torch_sdpa(t4),
         "torch_math": lambda: torch_sdpa(t2),
@@ -165,6 +186,7 @@ def measure_times(n: int, d: int, repeats: int, block_size: int, rng) -> dict:
     for name, fn in fns.items():
         row[f"{name}_s"] = best_time(fn, reps)
     row["naive_over_torch_time"] = row["naive_s"] / row["torch_s"]
+    row["naive_bare_over_torch_time"] = row["naive_bare_s"] / row["torch_s"]
     row["chunked_over_torch_time"] = row["chunked_s"] / row["torch_s"]
     return row
 
@@ -175,6 +197,7 @@ def measure_memory(row: dict, block_size: int, rng) -> None:
     for name, fn in fns.items():
         row[f"{name}_rss_mib"] = rss_rise_mib(fn)
     row["naive_peak_mib"] = tracemalloc_peak_mib(fns["naive"])
+    row["naive_bare_peak_mib"] = tracemalloc_peak_mib(fns["naive_bare"])
     row["chunked_peak_mib"] = tracemalloc_peak_mib(fns["chunked"])
     row["score_matrix_mib"] = n * n * 4 / MIB
     row["naive_over_chunked_memory"] = row["naive_peak_mib"] / row["chunked_peak_mib"]
@@ -183,33 +206,46 @@ def measure_memory(row: dict, block_size: int, rng) -> None:
 def print_table(rows: list[dict]) -> None:
     print("time: best of repeats, seconds; torch = fused flash kernel on (1, 1, n, d) inputs,")
     print("torch math = the same call on (n, d) inputs, which builds the n x n matrix.")
+    print("naive = course_lib.scaled_dot_product_attention (with its input checks);")
+    print("bare = the same formula in 6 lines of numpy, in place, without checks.")
     head = (
-        f"{'n':>6} {'naive':>8} {'chunked':>8} {'torch':>8} {'t.math':>8} "
-        f"{'naive/torch':>11} {'chunk/torch':>11}"
+        f"{'n':>6} {'naive':>8} {'bare':>8} {'chunked':>8} {'torch':>8} {'t.math':>8} "
+        f"{'naive/torch':>11} {'bare/torch':>10} {'chunk/torch':>11}"
     )
     print(head)
     print("-" * len(head))
     for r in rows:
         print(
-            f"{r['n']:>6} {r['naive_s']:>8.4f} {r['chunked_s']:>8.4f} {r['torch_s']:>8.4f} "
-            f"{r['torch_math_s']:>8.4f} {r['naive_over_torch_time']:>11.2f} "
-            f"{r['chunked_over_torch_time']:>11.2f}"
+            f"{r['n']:>6} {r['naive_s']:>8.4f} {r['naive_bare_s']:>8.4f} {r['chunked_s']:>8.4f} "
+            f"{r['torch_s']:>8.4f} {r['torch_math_s']:>8.4f} {r['naive_over_torch_time']:>11.2f} "
+            f"{r['naive_bare_over_torch_time']:>10.2f} {r['chunked_over_torch_time']:>11.2f}"
         )
     print()
     print("peak memory during one call, MiB: tracemalloc (numpy only) and sampled RSS rise (all)")
     head = (
-        f"{'n':>6} {'n×n f32':>8} | {'naive':>8} {'chunked':>8} {'naive/chunk':>11} | "
-        f"{'RSS: naive':>10} {'chunked':>8} {'torch':>8} {'t.math':>8}"
+        f"{'n':>6} {'n×n f32':>8} | {'naive':>8} {'bare':>8} {'chunked':>8} {'naive/chunk':>11} | "
+        f"{'RSS: naive':>10} {'bare':>8} {'chunked':>8} {'torch':>8} {'t.math':>8}"
     )
     print(head)
     print("-" * len(head))
     for r in rows:
         print(
             f"{r['n']:>6} {r['score_matrix_mib']:>8.1f} | {r['naive_peak_mib']:>8.1f} "
-            f"{r['chunked_peak_mib']:>8.1f} {r['naive_over_chunked_memory']:>11.1f} | "
-            f"{r['naive_rss_mib']:>10.1f} {r['chunked_rss_mib']:>8.1f} {r['torch_rss_mib']:>8.1f} "
-            f"{r['torch_math_rss_mib']:>8.1f}"
+            f"{r['naive_bare_peak_mib']:>8.1f} {r['chunked_peak_mib']:>8.1f} "
+            f"{r['naive_over_chunked_memory']:>11.1f} | {r['naive_rss_mib']:>10.1f} "
+            f"{r['naive_bare_rss_mib']:>8.1f} {r['chunked_rss_mib']:>8.1f} "
+            f"{r['torch_rss_mib']:>8.1f} {r['torch_math_rss_mib']:>8.1f}"
         )
+
+
+COLORS = {"naive": "C0", "naive_bare": "C1", "chunked": "C2", "torch": "C3", "torch_math": "C4"}
+LABELS = {
+    "naive": "naive numpy (course_lib)",
+    "naive_bare": "naive numpy, bare in-place",
+    "chunked": "chunked numpy",
+    "torch": "torch SDPA (flash kernel)",
+    "torch_math": "torch SDPA (math path)",
+}
 
 
 def plot(rows: list[dict], path: Path, threads: int) -> None:
@@ -220,30 +256,32 @@ def plot(rows: list[dict], path: Path, threads: int) -> None:
 
     n = np.array([r["n"] for r in rows], dtype=float)
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for key, label, style in (
-        ("naive_s", "naive numpy", "o-"),
-        ("chunked_s", "chunked numpy", "s-"),
-        ("torch_s", "torch SDPA (flash kernel)", "^-"),
-        ("torch_math_s", "torch SDPA (math path)", "v--"),
-    ):
-        ax_t.loglog(n, [r[key] for r in rows], style, label=label)
-    t0 = rows[-1]["naive_s"]
+    for name, style in [("naive", "o-"), ("naive_bare", "o--"), ("chunked", "s-"),
+                        ("torch", "^-"), ("torch_math", "v--")]:  # fmt: skip
+        ax_t.loglog(
+            n, [r[f"{name}_s"] for r in rows], style, color=COLORS[name], label=LABELS[name]
+        )
+    t0 = rows[-1]["naive_bare_s"]
     ax_t.loglog(n, t0 * (n / n[-1]) ** 2, "k:", label="slope 2 (∝ n²)")
     ax_t.set(xlabel="sequence length n", ylabel="seconds (best of repeats)")
     ax_t.set_title(f"time, d = 64, float32, {threads} thread(s)")
-    for key, label, style in (
-        ("naive_peak_mib", "naive numpy (tracemalloc)", "o-"),
-        ("chunked_peak_mib", "chunked numpy (tracemalloc)", "s-"),
-        ("torch_rss_mib", "torch SDPA flash (RSS rise)", "^-"),
-        ("torch_math_rss_mib", "torch SDPA math (RSS rise)", "v--"),
-    ):
-        ax_m.loglog(n, [max(r[key], 1e-2) for r in rows], style, label=label)
+    for name, key, how, style in [
+        ("naive", "naive_peak_mib", "tracemalloc", "o-"),
+        ("naive_bare", "naive_bare_peak_mib", "tracemalloc", "o--"),
+        ("chunked", "chunked_peak_mib", "tracemalloc", "s-"),
+        ("torch", "torch_rss_mib", "RSS rise", "^-"),
+        ("torch_math", "torch_math_rss_mib", "RSS rise", "v--"),
+    ]:
+        ax_m.loglog(
+            n, [max(r[key], 1e-2) for r in rows], style, color=COLORS[name],
+            label=f"{LABELS[name]} ({how})",
+        )  # fmt: skip
     ax_m.loglog(n, [r["score_matrix_mib"] for r in rows], "k:", label="one n × n float32 matrix")
     ax_m.axhline(64, color="grey", lw=0.8, ls="--")
     ax_m.set(xlabel="sequence length n", ylabel="peak MiB")
     ax_m.set_title("peak memory during one call")
     for ax in (ax_t, ax_m):
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
         ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -264,6 +302,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     rng = seed_everything(0, threads=args.threads)
+    load_before = os.getloadavg()
     # The naive version holds about 4 score matrices at its peak; refuse sizes that cannot fit.
     available = psutil.virtual_memory().available
     sizes = [n for n in args.sizes if 5 * n * n * 4 < 0.8 * available]
@@ -308,6 +347,7 @@ def main(argv=None) -> int:
         "timing": "best of repeats (4x as many up to n = 1024, half as many above 4096), after one warm-up call",
         "memory": "numpy: tracemalloc peak during one call; all: sampled RSS rise",
         "glibc_fixed_mmap_threshold": fresh,
+        "load_average_1_5_15min": {"before": load_before, "after": os.getloadavg()},
         "note": args.note,
     }
     (args.out / "attention.json").write_text(json.dumps(meta, indent=2) + "\n")

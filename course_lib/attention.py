@@ -127,6 +127,27 @@ def padding_mask(lengths, n: int) -> np.ndarray:
     return (np.arange(n)[None, :] < lengths[:, None])[:, None, :]
 
 
+def linear(x: np.ndarray, w, b=None, *, name: str = "w", x_name: str = "x") -> np.ndarray:
+    """``x @ w + b`` with shape checks: x ``(..., n, d_in)``, w ``(d_in, d_out)``, b ``(d_out,)``.
+
+    ``name`` and ``x_name`` are the argument names used in error messages (``w_q``, ``x_kv``...).
+    """
+    w = as_float_array(w, name, min_ndim=2)
+    if w.ndim != 2 or w.shape[0] != x.shape[-1]:
+        raise ValueError(
+            f"{name} must have shape (d_model={x.shape[-1]}, d_out) to multiply {x_name} of "
+            f"shape {x.shape}, got {w.shape}"
+        )
+    y = x @ w
+    if b is not None:
+        b_name = "b" + name[1:] if name.startswith("w") else f"bias of {name}"
+        b = as_float_array(b, b_name)
+        if b.shape != (w.shape[1],):
+            raise ValueError(f"{b_name} must have shape ({w.shape[1]},), got {b.shape}")
+        y = y + b
+    return y
+
+
 def project_qkv(
     x, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -135,22 +156,11 @@ def project_qkv(
     Returns ``(Q, K, V)``, each ``(..., n, d)`` for its own ``d``.
     """
     x = as_float_array(x, "x", min_ndim=2)
-    out = []
-    for name, w, b in (("w_q", w_q, b_q), ("w_k", w_k, b_k), ("w_v", w_v, b_v)):
-        w = as_float_array(w, name, min_ndim=2)
-        if w.ndim != 2 or w.shape[0] != x.shape[-1]:
-            raise ValueError(
-                f"{name} must have shape (d_model={x.shape[-1]}, d) to multiply x of shape "
-                f"{x.shape}, got {w.shape}"
-            )
-        y = x @ w
-        if b is not None:
-            b = as_float_array(b, "b" + name[1:])
-            if b.shape != (w.shape[1],):
-                raise ValueError(f"b{name[1:]} must have shape ({w.shape[1]},), got {b.shape}")
-            y = y + b
-        out.append(y)
-    return tuple(out)
+    return (
+        linear(x, w_q, b_q, name="w_q"),
+        linear(x, w_k, b_k, name="w_k"),
+        linear(x, w_v, b_v, name="w_v"),
+    )
 
 
 def project_qkv_columns(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._validation import as_bool_mask, as_float_array, check_positive_int
-from .attention import scaled_dot_product_attention
+from .attention import linear, scaled_dot_product_attention
 
 __all__ = ["split_heads", "merge_heads", "multi_head_attention"]
 
@@ -48,22 +48,6 @@ def merge_heads(x) -> np.ndarray:
     x = as_float_array(x, "x", min_ndim=3)
     *lead, h, n, d_head = x.shape
     return np.swapaxes(x, -3, -2).reshape(*lead, n, h * d_head)
-
-
-def _project(x: np.ndarray, w, b, name: str, x_name: str) -> np.ndarray:
-    w = as_float_array(w, name, min_ndim=2)
-    if w.ndim != 2 or w.shape[0] != x.shape[-1]:
-        raise ValueError(
-            f"{name} must have shape (d_model={x.shape[-1]}, d_out) to multiply {x_name} of "
-            f"shape {x.shape}, got {w.shape}"
-        )
-    y = x @ w
-    if b is not None:
-        b = as_float_array(b, "b" + name[1:])
-        if b.shape != (w.shape[1],):
-            raise ValueError(f"b{name[1:]} must have shape ({w.shape[1]},), got {b.shape}")
-        y = y + b
-    return y
 
 
 def multi_head_attention(
@@ -110,9 +94,9 @@ def multi_head_attention(
             f"x_q and x_kv must have the same feature width d_model: x_q has shape {x_q.shape}, "
             f"x_kv has shape {x_kv.shape}"
         )
-    q = _project(x_q, w_q, b_q, "w_q", "x_q")
-    k = _project(x_kv, w_k, b_k, "w_k", "x_kv")
-    v = _project(x_kv, w_v, b_v, "w_v", "x_kv")
+    q = linear(x_q, w_q, b_q, name="w_q", x_name="x_q")
+    k = linear(x_kv, w_k, b_k, name="w_k", x_name="x_kv")
+    v = linear(x_kv, w_v, b_v, name="w_v", x_name="x_kv")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"w_q and w_k must produce the same width, got {q.shape[-1]} and {k.shape[-1]}"
@@ -137,4 +121,4 @@ def multi_head_attention(
             f"w_o must have shape (h * d_v={concat.shape[-1]}, d_out) to multiply the "
             f"concatenated heads, got {w_o.shape}"
         )
-    return _project(concat, w_o, b_o, "w_o", "Concat(heads)"), weights
+    return linear(concat, w_o, b_o, name="w_o", x_name="Concat(heads)"), weights

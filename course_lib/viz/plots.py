@@ -197,7 +197,7 @@ def plot_positional_encoding(
         _, ax = plt.subplots(figsize=(8, 4))
     lim = float(np.abs(pe).max()) or 1.0
     im = ax.imshow(pe, cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest")
-    ax.set_xlabel("dimension i")
+    ax.set_xlabel("column of the encoding (2i and 2i + 1 share a frequency)")
     ax.set_ylabel("position pos")
     if title:
         ax.set_title(title)

@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 ROOT_FLAG := $(shell [ "$$(id -u)" = "0" ] && echo --allow-root)
 NB_DIRS := notebooks solutions
 
-.PHONY: venv lab test lint format unit notebooks exercises grade benchmarks clean
+.PHONY: venv lab test lint format unit notebooks exercises grade benchmarks clean site slides
 
 venv: $(STAMP)
 
@@ -59,6 +59,14 @@ grade: $(STAMP)
 
 benchmarks: $(STAMP)
 	for f in benchmarks/bench_*.py; do $(PY) $$f || exit 1; done
+
+# The course as static HTML (README + every notebook with outputs) and as reveal.js decks, both
+# offline: KaTeX and reveal.js come from the npm registry (cached in build/vendor/).
+site: $(STAMP)
+	$(PY) tools/build_site.py site build/site
+
+slides: $(STAMP)
+	$(PY) tools/build_site.py slides build/slides
 
 clean:
 	rm -rf $(VENV) build _site graded

@@ -1,0 +1,255 @@
+"""`make site` and `make slides`, opened in headless Chromium with the network off.
+
+The site is built into a temporary folder (lecture 09 is executed, so its interactive views are
+in it), then crawled from ``index.html``: every page reached by an internal link is opened; the
+test fails on a link to a file or an anchor that does not exist, a link that leaves the site
+for another local file, an image that does not load, a console error in any frame, a formula
+KaTeX could not typeset or left as raw TeX, or any request to another host. One slide deck is
+opened and stepped through to its last slide with the same checks.
+
+Skipped, with a message, only where no Chromium is installed (.ci/run installs Debian's
+``chromium`` package). Building needs ``npm`` the first time (KaTeX and reveal.js come from the
+npm registry and are cached in build/vendor/).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import nbformat
+import pytest
+from _browser import Browser, find_chromium
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import add_slide_metadata  # noqa: E402
+import build_site  # noqa: E402
+
+PAGE_TIMEOUT = 60  # seconds for one page to load and typeset (2 busy cores, large pages)
+DECK = "01_softmax.html"
+
+# Run in the page: is it loaded and typeset, what does it link to, what went wrong?
+PAGE_STATE_JS = r"""(() => {
+  const root = document.documentElement;
+  const skip = "script, style, pre, code, textarea, .katex, .katex-error";
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const rawTex = [];
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    if (node.parentElement.closest(skip)) continue;
+    const text = node.textContent;
+    if (/\$\$|\\\(|\\\[|\$[^\s$][^$]*\$|\\(frac|sqrt|sum|mathbb|operatorname)\b/.test(text))
+      rawTex.push(text.trim().slice(0, 100));
+  }
+  return {
+    url: document.URL,
+    ready: document.readyState === "complete" && !!root.dataset.math,
+    math: root.dataset.math || null,
+    formulas: document.querySelectorAll(".katex").length,
+    katexErrors: Array.from(document.querySelectorAll(".katex-error"))
+      .map(e => (e.getAttribute("title") || e.textContent).slice(0, 120)),
+    rawTex: rawTex.slice(0, 5),
+    links: Array.from(document.querySelectorAll("a[href]")).map(a => a.href),
+    ids: Array.from(document.querySelectorAll("[id], a[name]")).map(e => e.id || e.name),
+    images: Array.from(document.images).map(i => ({
+      src: i.currentSrc || i.src, ok: i.complete && i.naturalWidth > 0 })),
+  };
+})()"""
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    path = find_chromium()
+    if path is None:
+        pytest.skip(
+            "Chromium not found (looked for chromium, chromium-browser, google-chrome): the "
+            "browser tests need Debian's `chromium` package; .ci/run installs it with apt"
+        )
+    return path
+
+
+def _build(kind: str, out: Path) -> Path:
+    try:
+        if kind == "site":
+            build_site.build_site(out, log=lambda *_: None)
+        else:
+            build_site.build_slides(out, log=lambda *_: None)
+    except build_site.BrokenLinks as err:
+        pytest.fail(f"`make {kind}` found broken links: {err}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def site(chromium, tmp_path_factory) -> Path:
+    return _build("site", tmp_path_factory.mktemp("site") / "site")
+
+
+@pytest.fixture(scope="module")
+def slides(chromium, tmp_path_factory) -> Path:
+    return _build("slides", tmp_path_factory.mktemp("slides") / "slides")
+
+
+def _open(browser: Browser, url: str) -> dict:
+    """Navigate to ``url`` and wait until the page is loaded and KaTeX has run."""
+    browser.navigate(url)
+
+    def state():
+        try:
+            s = browser.evaluate(PAGE_STATE_JS)
+        except RuntimeError:  # the old document went away mid-call
+            return None
+        return s if s and s["ready"] and s["url"].split("#")[0] == url.split("#")[0] else None
+
+    return browser.wait_for(state, PAGE_TIMEOUT, f"{url} to load and typeset its formulas")
+
+
+def _page_problems(state: dict, errors: list[dict]) -> list[str]:
+    problems = [f"console error: {e['text'][:200]}" for e in errors]
+    if state["math"] != "done":
+        problems.append(f"KaTeX did not run (data-math={state['math']!r})")
+    problems += [f"formula not typeset: {e}" for e in state["katexErrors"]]
+    problems += [f"raw TeX left in the text: {t!r}" for t in state["rawTex"]]
+    problems += [f"image does not load: {i['src'][:120]}" for i in state["images"] if not i["ok"]]
+    return problems
+
+
+def test_site_works_offline(site, chromium):
+    """Crawl the whole site from index.html."""
+    start = (site / "index.html").as_uri()
+    problems: dict[str, list[str]] = {}
+    ids: dict[str, set[str]] = {}
+    anchors: list[tuple[str, str, str]] = []  # (from page, to page, fragment)
+    queue, seen = [start], {start}
+    formulas = 0
+    t0 = time.monotonic()
+    with Browser(chromium) as browser:
+        while queue:
+            url = queue.pop(0)
+            before = len(browser.console_errors)
+            state = _open(browser, url)
+            browser.pump(0.3)  # late console messages (e.g. from the views' iframes)
+            name = Path(unquote(urlsplit(url).path)).relative_to(site).as_posix()
+            page_problems = _page_problems(state, browser.console_errors[before:])
+            formulas += state["formulas"]
+            ids[url] = set(state["ids"])
+            for link in state["links"]:
+                parts = urlsplit(link)
+                if parts.scheme in ("http", "https", "mailto"):
+                    continue  # external: not followed (the network is off)
+                if parts.scheme != "file":
+                    page_problems.append(f"unexpected link {link}")
+                    continue
+                target = Path(unquote(parts.path))
+                if site not in target.parents:
+                    page_problems.append(f"link leaves the site: {link}")
+                    continue
+                if not target.exists():
+                    page_problems.append(f"broken link: {target.relative_to(site)}")
+                    continue
+                page = target.as_uri()
+                if parts.fragment:
+                    anchors.append((name, page, parts.fragment))
+                if target.suffix == ".html" and page not in seen:
+                    seen.add(page)
+                    queue.append(page)
+            if page_problems:
+                problems[name] = page_problems
+        external = browser.external_requests()
+    for origin, page, fragment in anchors:
+        # As a browser does: the fragment as written, then percent-decoded (nbconvert's
+        # heading ids are themselves percent-encoded).
+        if page in ids and fragment not in ids[page] and unquote(fragment) not in ids[page]:
+            problems.setdefault(origin, []).append(f"no anchor #{fragment} in {page}")
+    pages = sorted(Path(unquote(urlsplit(u).path)).relative_to(site).as_posix() for u in seen)
+    print(f"crawled {len(pages)} pages, {formulas} formulas, in {time.monotonic() - t0:.0f} s")
+    assert not external, f"requests left the machine: {external[:10]}"
+    assert not problems, "\n".join(f"{p}: {'; '.join(v)}" for p, v in problems.items())
+    # Every lecture and the README were reached by following links from the home page.
+    for lecture in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        assert f"notebooks/{lecture.stem}.html" in pages, f"{lecture.name} is not linked"
+    assert formulas > 100, f"only {formulas} formulas typeset: is KaTeX running?"
+
+
+def test_site_uses_no_cdn(site):
+    for page in site.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        found = build_site.EXTERNAL.search(text)
+        assert not found, f"{page.relative_to(site)} loads {found.group(0)!r}"
+    assert (site / "_static" / "katex" / "LICENSE").exists()
+
+
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.name
+)
+def test_every_lecture_has_slide_metadata(path):
+    nb = nbformat.read(path, as_version=4)
+    types = [c.metadata.get("slideshow", {}).get("slide_type") for c in nb.cells]
+    assert all(t in add_slide_metadata.SLIDE_TYPES for t in types), (
+        f"{path.name}: cells without slide metadata; run .venv/bin/python "
+        "tools/add_slide_metadata.py (it changes nothing but the metadata)"
+    )
+    assert types[0] == "slide", f"{path.name}: the title cell must open a slide"
+
+
+def test_slide_metadata_tool_is_idempotent_and_touches_only_metadata(tmp_path):
+    source = ROOT / "notebooks" / "01_softmax.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    for cell in nb.cells:
+        cell.metadata.pop("slideshow", None)
+    copy = tmp_path / source.name
+    nbformat.write(nb, copy)
+    before = nbformat.read(copy, as_version=4)
+    assert add_slide_metadata.main([str(copy)]) == 0
+    once = copy.read_text()
+    assert add_slide_metadata.main([str(copy), "--check"]) == 0
+    assert add_slide_metadata.main([str(copy)]) == 0 and copy.read_text() == once
+    after = nbformat.read(copy, as_version=4)
+    for a, b in zip(before.cells, after.cells, strict=True):
+        assert (a.source, a.get("outputs"), a.get("execution_count")) == (
+            b.source, b.get("outputs"), b.get("execution_count"),
+        )  # fmt: skip
+        assert {k: v for k, v in b.metadata.items() if k != "slideshow"} == dict(a.metadata)
+    types = [c.metadata.slideshow.slide_type for c in after.cells]
+    assert types[0] == "slide" and "skip" in types  # the title opens; the Colab cell is skipped
+
+
+def test_a_deck_steps_through_offline(slides, chromium):
+    deck = (slides / DECK).as_uri()
+    t0 = time.monotonic()
+    with Browser(chromium) as browser:
+        state = _open(browser, deck)
+        browser.wait_for(
+            lambda: browser.evaluate("document.documentElement.dataset.deck") == "ready",
+            PAGE_TIMEOUT,
+            "reveal.js to start",
+        )
+        total = browser.evaluate("Reveal.getTotalSlides()")
+        assert total >= 5, f"{DECK} has only {total} slides: is its slide metadata there?"
+        visited, empty = set(), []
+        for _ in range(4 * total + 50):  # slides plus fragments, with a margin; never endless
+            where = browser.evaluate(
+                "(() => { const s = Reveal.getIndices(); const el = Reveal.getCurrentSlide();"
+                " return [s.h, s.v, el.innerText.trim().length]; })()"
+            )
+            visited.add((where[0], where[1]))
+            if where[2] == 0:
+                empty.append(where[:2])
+            if browser.evaluate("Reveal.isLastSlide() && !Reveal.availableFragments().next"):
+                break
+            browser.evaluate("Reveal.next()")
+            browser.pump(0.05)
+        else:
+            pytest.fail(f"{DECK}: never reached the last slide")
+        browser.pump(0.3)
+        progress = browser.evaluate("Reveal.getProgress()")
+        errors = list(browser.console_errors)
+        external = browser.external_requests()
+    print(f"stepped through {len(visited)} slides of {DECK} in {time.monotonic() - t0:.0f} s")
+    assert len(visited) == total and progress == 1
+    assert not empty, f"empty slides at {empty}"
+    problems = _page_problems(state, errors)
+    assert not problems, problems
+    assert not external, f"requests left the machine: {external[:10]}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._validation import as_bool_mask, as_float_array, broadcast_shape, check_positive_int
-from .softmax import softmax
+from .softmax import softmax_inplace_unchecked
 
 __all__ = [
     "scaled_dot_product_attention",
@@ -98,11 +98,18 @@ def scaled_dot_product_attention(q, k, v, mask=None) -> tuple[np.ndarray, np.nda
         hides every key from some query. TypeError: non-numeric input or non-boolean mask.
     """
     q, k, v = _check_qkv(q, k, v)
-    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]).astype(q.dtype)
+    for name, arr in (("q", q), ("k", k), ("v", v)):
+        if not np.isfinite(arr).all():
+            raise ValueError(f"{name} contains nan or inf; attention needs finite inputs")
+    # Scale q (n_q x d_k numbers) rather than the scores (n_q x n_k), then work in place on the
+    # one n_q x n_k buffer: the same formula, without extra quadratic-size temporaries.
+    scores = (q * q.dtype.type(1.0 / np.sqrt(q.shape[-1]))) @ np.swapaxes(k, -1, -2)
     if mask is not None:
         m = _check_mask(mask, q.shape[-2], k.shape[-2], scores.shape[:-2])
-        scores = np.where(m, scores, -np.inf)
-    weights = softmax(scores, axis=-1)
+        np.copyto(scores, -np.inf, where=~m)
+    if not np.isfinite(scores.max(axis=-1)).all():
+        raise ValueError("q @ k^T overflowed to inf; scale down q and k")
+    weights = softmax_inplace_unchecked(scores)  # lecture 01's stable softmax, in place
     return weights @ v, weights
 
 

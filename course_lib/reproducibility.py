@@ -20,7 +20,7 @@ def seed_everything(seed: int = 0, threads: int = 1) -> np.random.Generator:
 
     Args:
         seed: the seed for ``random``, numpy's legacy global state and torch.
-        threads: number of intra-op threads torch may use (1 by default: fast and stable on a
+        threads: number of threads torch and numpy's BLAS may use (1 by default: fast and stable on a
             busy 2-core laptop, and bit-identical from run to run).
 
     Returns:
@@ -29,6 +29,12 @@ def seed_everything(seed: int = 0, threads: int = 1) -> np.random.Generator:
     random.seed(seed)
     np.random.seed(seed)  # noqa: NPY002 -- the legacy global state, for code that still uses it
     os.environ.setdefault("PYTHONHASHSEED", str(seed))
+    try:  # numpy's BLAS threads too: many small matrix products stall when the other core is busy
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        pass
+    else:
+        threadpool_limits(threads)
     try:
         import torch
     except ImportError:  # numpy-only use of the course library

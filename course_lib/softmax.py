@@ -13,7 +13,7 @@ import numpy as np
 
 from ._validation import as_float_array, check_positive_int
 
-__all__ = ["softmax", "log_softmax", "naive_softmax"]
+__all__ = ["softmax", "log_softmax", "naive_softmax", "softmax_inplace_unchecked"]
 
 
 def _check_axis(arr: np.ndarray, axis: int) -> None:
@@ -62,6 +62,18 @@ def log_softmax(x, axis: int = -1) -> np.ndarray:
     """Stable ``log(softmax(x))``: ``x - max - log(sum(exp(x - max)))``, same shape and dtype."""
     z, _ = _shifted(x, axis)
     return z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
+
+
+def softmax_inplace_unchecked(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Stable softmax of a float array, computed in place in ``x`` and returned; no checks.
+
+    For hot paths (attention) whose caller has already ensured every row has a finite maximum:
+    it saves the validation passes and the temporaries of :func:`softmax` on large score matrices.
+    """
+    x -= np.max(x, axis=axis, keepdims=True)
+    np.exp(x, out=x)
+    x /= np.sum(x, axis=axis, keepdims=True)
+    return x
 
 
 def naive_softmax(x, axis: int = -1) -> np.ndarray:

@@ -17,7 +17,14 @@ import os
 import numpy as np
 import torch
 
-__all__ = ["load_minilm", "minilm_path", "word_vectors", "cosine_by_layer", "attention_maps"]
+__all__ = [
+    "load_minilm",
+    "minilm_path",
+    "encode",
+    "word_vectors",
+    "cosine_by_layer",
+    "attention_maps",
+]
 
 
 def minilm_path():
@@ -49,7 +56,10 @@ def load_minilm():
     return tokenizer, model
 
 
-def _run(text: str):
+def encode(text: str):
+    """``(tokens, outputs)`` of MiniLM on ``text``: its WordPiece tokens (with [CLS]/[SEP]) and
+    the model output with ``hidden_states`` (7 of ``(1, n, 384)``) and ``attentions``
+    (6 of ``(1, 12, n, n)``)."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     tokenizer, model = load_minilm()
@@ -71,7 +81,7 @@ def word_vectors(sentence: str, word: str, occurrence: int = 0) -> torch.Tensor:
     pieces = tokenizer.tokenize(word)
     if not pieces:
         raise ValueError(f"word {word!r} has no WordPiece tokens")
-    tokens, out = _run(sentence)
+    tokens, out = encode(sentence)
     starts = [
         i for i in range(len(tokens) - len(pieces) + 1) if tokens[i : i + len(pieces)] == pieces
     ]
@@ -94,5 +104,5 @@ def cosine_by_layer(sentence_a: str, sentence_b: str, word: str) -> np.ndarray:
 def attention_maps(sentence: str) -> tuple[list[str], torch.Tensor]:
     """``(tokens, weights)``: the WordPiece tokens (with [CLS]/[SEP]) and the attention weights
     ``(layers=6, heads=12, n, n)``; row ``i`` of a map is how token ``i`` spreads its attention."""
-    tokens, out = _run(sentence)
+    tokens, out = encode(sentence)
     return tokens, torch.stack(out.attentions)[:, 0]

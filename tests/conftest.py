@@ -5,9 +5,9 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import pytest  # noqa: E402
+import pytest
 
-from course_lib import seed_everything  # noqa: E402
+from course_lib import seed_everything
 
 
 @pytest.fixture(autouse=True)

@@ -308,7 +308,9 @@ def test_project_qkv_matches_multihead_in_proj():
 def test_project_qkv_errors():
     x = np.zeros((5, 6))
     w = np.zeros((6, 4))
-    with pytest.raises(ValueError, match=r"w_k must have shape \(d_model=6, d_out\) .* got \(4, 6\)"):
+    with pytest.raises(
+        ValueError, match=r"w_k must have shape \(d_model=6, d_out\) .* got \(4, 6\)"
+    ):
         project_qkv(x, w, w.T, w)
     with pytest.raises(ValueError, match=r"w_v must have at least 2 dimension"):
         project_qkv(x, w, w, np.zeros(6))

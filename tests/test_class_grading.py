@@ -1,0 +1,63 @@
+"""Grading a whole class in one command, on the sample submissions of INSTRUCTORS.md.
+
+``tests/data/submissions/`` holds five lecture-01 notebooks as students hand them in:
+
+==========================  ==================================================================
+``01_softmax_ada.ipynb``    every answer right (written differently from the solutions)
+``01_softmax_ben.ipynb``    1.1 and 1.3 wrong (textbook softmax; divides by d_k), with forged
+                            "passed" outputs pasted under every check
+``01_softmax_cleo.ipynb``   handed in untouched (every answer still raises NotImplementedError)
+``01_softmax_dan.ipynb``    a truncated upload: not a notebook at all
+``01_softmax_eve.ipynb``    1.2 crashes with a NameError (a typo); 1.1 and 1.3 right
+==========================  ==================================================================
+
+The grader runs each in a fresh kernel (a few seconds a notebook).
+"""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SUBMISSIONS = ROOT / "tests" / "data" / "submissions"
+sys.path.insert(0, str(ROOT / "tools"))
+import grade  # noqa: E402
+
+EXPECTED = {  # notebook -> (1.1, 1.2, 1.3, passed, total), or None for "not gradable"
+    "01_softmax_ada.ipynb": ("pass", "pass", "pass", "3", "3"),
+    "01_softmax_ben.ipynb": ("fail", "pass", "fail", "1", "3"),
+    "01_softmax_cleo.ipynb": ("fail", "fail", "fail", "0", "3"),
+    "01_softmax_dan.ipynb": None,
+    "01_softmax_eve.ipynb": ("pass", "fail", "pass", "2", "3"),
+}
+
+
+def test_class_is_graded_into_one_csv(tmp_path, capsys):
+    folder = tmp_path / "class"
+    shutil.copytree(SUBMISSIONS, folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    out = tmp_path / "grades.csv"
+    # The one command of INSTRUCTORS.md: tools/grade.py FOLDER --csv FILE (exit 1: not all pass).
+    assert grade.main([str(folder), "--csv", str(out)]) == 1
+    with out.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0])[:5] == ["notebook", "lecture", "exercise 1.1", "exercise 1.2",
+                                 "exercise 1.3"]  # fmt: skip
+    got = {Path(r["notebook"]).name: r for r in rows}
+    assert set(got) == set(EXPECTED)
+    for name, expected in EXPECTED.items():
+        row = got[name]
+        if expected is None:
+            assert row["error"].startswith("not gradable"), row
+            assert row["passed"] == "0" and row["lecture"] == ""
+            continue
+        cells = (row["exercise 1.1"], row["exercise 1.2"], row["exercise 1.3"])
+        assert (*cells, row["passed"], row["total"]) == expected, (name, row)
+        assert row["lecture"] == "01_softmax" and row["error"] == ""
+    # The summary tells each student why, and the submissions are left as they were.
+    printed = capsys.readouterr().out
+    assert "NameError" in printed and "NotImplementedError" in printed and "nan" in printed
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before

@@ -89,6 +89,10 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     execute(nb, out.resolve().parent)
+    if out.resolve().parent.name == "notebooks":  # lectures double as reveal.js decks
+        from add_slide_metadata import add_slide_metadata
+
+        add_slide_metadata(nb)
     nbformat.write(nb, out)
     print(f"wrote {out}")
     return 0

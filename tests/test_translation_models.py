@@ -14,6 +14,7 @@ from course_lib.models import (
     AttentionSeq2SeqGRU,
     Seq2SeqGRU,
     TransformerTranslator,
+    beam_search,
     greedy_decode,
     translate,
     translation_loss,
@@ -288,3 +289,61 @@ def test_learning_rate_schedule():
     assert learning_rate_at(55, 100, 1.0, warmup=10) == pytest.approx(0.5)
     assert learning_rate_at(55, 100, 1.0, warmup=10, schedule="cosine") == pytest.approx(0.5)
     assert learning_rate_at(70, 100, 1.0, schedule="constant") == 1.0
+
+
+# ---- beam search ----
+
+
+class Table(nn.Module):
+    """A fake model with next-word probabilities given by a table of prefixes (ids 3 = a, 4 = b)."""
+
+    P = {
+        (): {3: 0.6, 4: 0.4},
+        (3,): {2: 0.3, 3: 0.4, 4: 0.3},
+        (4,): {2: 0.9, 3: 0.05, 4: 0.05},
+    }
+
+    def encode(self, src, src_mask):
+        return src
+
+    def decode(self, memory, src_mask, tgt_in):
+        out = torch.full((tgt_in.shape[0], tgt_in.shape[1], 5), -1e9)
+        for b, row in enumerate(tgt_in.tolist()):
+            for t in range(len(row)):
+                probs = self.P.get(tuple(row[1 : t + 1]), {2: 1.0})
+                for word, p in probs.items():
+                    out[b, t, word] = math.log(p)
+        return out
+
+
+def test_beam_search_finds_a_more_probable_sentence_than_greedy():
+    model = Table()
+    src = torch.ones(1, 3, dtype=torch.long)
+    # greedy: a (0.6), then a (0.4), then <eos>: probability 0.24
+    assert greedy_decode(model, src, src == 1, max_len=5).tolist() == [[3, 3, 2]]
+    # beam search keeps "b" (0.4) alive and finds "b <eos>": probability 0.36
+    assert beam_search(model, src, src == 1, beam_size=2, max_len=5) == [4, 2]
+    assert beam_search(model, src, src == 1, beam_size=1, max_len=5) == [3, 3, 2]
+    with pytest.raises(ValueError, match=r"src must be \(1, S\)"):
+        beam_search(model, torch.ones(2, 3, dtype=torch.long), torch.ones(2, 3, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("name", ["rnn", "attention", "transformer"])
+def test_beam_of_one_is_greedy(name):
+    model = make_models()[name]
+    src, src_mask, _ = toy_batch()
+    for b in range(2):
+        n = int(src_mask[b].sum())
+        greedy = greedy_decode(model, src[b : b + 1, :n], src_mask[b : b + 1, :n], max_len=6)
+        assert (
+            beam_search(model, src[b : b + 1, :n], src_mask[b : b + 1, :n], beam_size=1, max_len=6)
+            == greedy[0].tolist()
+        )
+        assert (
+            len(
+                beam_search(
+                    model, src[b : b + 1, :n], src_mask[b : b + 1, :n], beam_size=3, max_len=6
+                )
+            )
+            <= 6
+        )

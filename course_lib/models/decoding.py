@@ -15,7 +15,7 @@ from torch import nn
 
 from .._validation import check_positive_int
 
-__all__ = ["greedy_decode", "translate"]
+__all__ = ["greedy_decode", "beam_search", "translate"]
 
 
 @torch.no_grad()
@@ -60,6 +60,80 @@ def greedy_decode(
     finally:
         model.train(was_training)
     return ys[:, 1:]
+
+
+def _repeat_rows(memory, n: int):
+    """Repeat a batch-of-one memory (a tensor or a tuple of tensors) ``n`` times along dim 0."""
+    if isinstance(memory, tuple):
+        return tuple(_repeat_rows(m, n) for m in memory)
+    return memory.expand(n, *memory.shape[1:])
+
+
+@torch.no_grad()
+def beam_search(
+    model: nn.Module,
+    src: torch.Tensor,
+    src_mask: torch.Tensor,
+    *,
+    beam_size: int = 4,
+    bos_id: int = 1,
+    eos_id: int = 2,
+    max_len: int = 40,
+) -> list[int]:
+    """The most probable translation found by beam search, for ONE sentence.
+
+    Keeps the ``beam_size`` most probable prefixes (by summed log-probability) at every step
+    instead of only the best one; a prefix that ends in ``<eos>`` is set aside as finished.
+    Stops when the best finished sentence is more probable than every prefix still open (a
+    longer prefix can only lose probability) or after ``max_len`` words. With
+    ``beam_size=1`` this is greedy decoding.
+
+    Args:
+        src: ``(1, S)`` source ids; src_mask: ``(1, S)`` bool.
+
+    Returns:
+        The ids of the best sentence without ``<bos>``, ending with ``<eos>`` unless it hit
+        ``max_len``.
+    """
+    beam_size = check_positive_int(beam_size, "beam_size")
+    max_len = check_positive_int(max_len, "max_len")
+    if src.ndim != 2 or src.shape[0] != 1:
+        raise ValueError(
+            f"beam_search translates one sentence: src must be (1, S), got {tuple(src.shape)}"
+        )
+    was_training = model.training
+    model.eval()
+    try:
+        memory = model.encode(src, src_mask)
+        beams: list[tuple[list[int], float]] = [([bos_id], 0.0)]
+        finished: list[tuple[list[int], float]] = []
+        for _ in range(max_len):
+            ys = torch.tensor([seq for seq, _ in beams], dtype=torch.long)
+            n = len(beams)
+            logits = model.decode(_repeat_rows(memory, n), src_mask.expand(n, -1), ys)[:, -1]
+            logp = torch.log_softmax(logits.double(), dim=-1)
+            top = logp.topk(min(beam_size, logp.shape[-1]), dim=-1)
+            candidates = [
+                (seq + [word], score + lp)
+                for (seq, score), lps, words in zip(
+                    beams, top.values.tolist(), top.indices.tolist(), strict=True
+                )
+                for lp, word in zip(lps, words, strict=True)
+            ]
+            candidates.sort(key=lambda c: -c[1])
+            beams = []
+            for seq, score in candidates:
+                if seq[-1] == eos_id:
+                    finished.append((seq, score))
+                elif len(beams) < beam_size:
+                    beams.append((seq, score))
+            best_done = max((score for _, score in finished), default=-float("inf"))
+            if not beams or best_done >= beams[0][1]:
+                break
+    finally:
+        model.train(was_training)
+    best = max(finished + beams, key=lambda c: c[1])
+    return best[0][1:]
 
 
 def translate(

@@ -347,3 +347,21 @@ def test_beam_of_one_is_greedy(name):
             )
             <= 6
         )
+
+
+class ShortOrLong(Table):
+    # "<eos>" at once: probability 0.5 (log 0.5 per word);
+    # "a a a <eos>": 0.5 * 0.8 * 0.8 * 1 = 0.32, but log(0.32) / 4 words = -0.28 per word
+    P = {(): {2: 0.5, 3: 0.5}, (3,): {3: 0.8, 2: 0.2}, (3, 3): {3: 0.8, 2: 0.2}}
+
+
+def test_length_penalty_prefers_the_longer_sentence():
+    model = ShortOrLong()
+    src = torch.ones(1, 3, dtype=torch.long)
+    assert beam_search(model, src, src == 1, beam_size=2, max_len=6) == [2]
+    assert beam_search(model, src, src == 1, beam_size=2, max_len=6, length_penalty=1.0) == [
+        3,
+        3,
+        3,
+        2,
+    ]

@@ -79,6 +79,7 @@ def beam_search(
     bos_id: int = 1,
     eos_id: int = 2,
     max_len: int = 40,
+    length_penalty: float = 0.0,
 ) -> list[int]:
     """The most probable translation found by beam search, for ONE sentence.
 
@@ -87,6 +88,12 @@ def beam_search(
     Stops when the best finished sentence is more probable than every prefix still open (a
     longer prefix can only lose probability) or after ``max_len`` words. With
     ``beam_size=1`` this is greedy decoding.
+
+    Every word multiplies a sentence's probability by a number below 1, so the most probable
+    sentence tends to be a short one. ``length_penalty = alpha > 0`` ranks finished sentences
+    by ``log P / length ** alpha`` instead (``alpha = 1``: the mean log-probability per word)
+    and keeps searching while an open prefix may still beat the ``beam_size`` best finished
+    sentences.
 
     Args:
         src: ``(1, S)`` source ids; src_mask: ``(1, S)`` bool.
@@ -127,13 +134,28 @@ def beam_search(
                     finished.append((seq, score))
                 elif len(beams) < beam_size:
                     beams.append((seq, score))
-            best_done = max((score for _, score in finished), default=-float("inf"))
-            if not beams or best_done >= beams[0][1]:
+            if not beams:
+                break
+            # stop once no open prefix can catch up with the finished sentences: a longer
+            # prefix only loses log-probability (exact for alpha = 0; the usual heuristic
+            # bound, the open prefix's score at its current length, for alpha > 0)
+            ranked = sorted((_rank(c, length_penalty) for c in finished), reverse=True)
+            if len(ranked) >= beam_size and ranked[beam_size - 1] >= _rank(
+                beams[0], length_penalty
+            ):
+                break
+            if not length_penalty and ranked and ranked[0] >= beams[0][1]:
                 break
     finally:
         model.train(was_training)
-    best = max(finished + beams, key=lambda c: c[1])
+    best = max(finished or beams, key=lambda c: _rank(c, length_penalty))
     return best[0][1:]
+
+
+def _rank(candidate: tuple[list[int], float], alpha: float) -> float:
+    """Log-probability divided by length ** alpha (the length counts words and <eos>)."""
+    seq, score = candidate
+    return score / (len(seq) - 1) ** alpha
 
 
 def translate(

@@ -474,14 +474,12 @@ class DecoderLayer(nn.Module):
         return new
 
 
-class Encoder(nn.Module):
-    """A stack of ``num_layers`` :class:`EncoderLayer` s (layers in series, each with its own
-    weights). With ``norm_first=True`` a final LayerNorm follows the stack (pre-LN layers
-    leave their output un-normalised); ``final_norm`` overrides that choice.
+class _Stack(nn.Module):
+    """What :class:`Encoder` and :class:`Decoder` share: ``num_layers`` copies of one layer class
+    and an optional final LayerNorm (on by default for pre-LN stacks, as in torch)."""
 
-    ``forward(x, mask=None)``: ``(batch, n, d_model)`` -> ``(batch, n, d_model)``.
-    :attr:`attn_weights` lists each layer's last weights ``(batch, heads, n, n)``.
-    """
+    layer_class: type[nn.Module]
+    torch_class: type[nn.Module]
 
     def __init__(
         self,
@@ -499,12 +497,47 @@ class Encoder(nn.Module):
         super().__init__()
         _check_int(num_layers, "num_layers")
         self.layers = nn.ModuleList(
-            EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first, bias=bias,
-                         layer_norm_eps=layer_norm_eps)
+            self.layer_class(
+                d_model, num_heads, d_ff, dropout, norm_first, bias=bias,
+                layer_norm_eps=layer_norm_eps,
+            )
             for _ in range(num_layers)
         )  # fmt: skip
         final_norm = norm_first if final_norm is None else final_norm
         self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias) if final_norm else None
+
+    @classmethod
+    def from_torch(cls, module):
+        """Copy a torch stack of the matching kind (its layers and optional final ``norm``)."""
+        if not isinstance(module, cls.torch_class):
+            raise TypeError(
+                f"expected torch.nn.{cls.torch_class.__name__}, got {type(module).__name__}"
+            )
+        layers = [cls.layer_class.from_torch(layer) for layer in module.layers]
+        first = layers[0]
+        new = cls(len(layers), first.d_model, first.num_heads, first.d_ff,
+                  final_norm=module.norm is not None)  # fmt: skip
+        new.layers = nn.ModuleList(layers)
+        if module.norm is not None:
+            new.norm = nn.LayerNorm(first.d_model, eps=module.norm.eps,
+                                    bias=module.norm.bias is not None)  # fmt: skip
+            new.norm = new.norm.to(dtype=module.norm.weight.dtype)
+            with torch.no_grad():
+                _copy_norm(new.norm, module.norm)
+        return new
+
+
+class Encoder(_Stack):
+    """A stack of ``num_layers`` :class:`EncoderLayer` s (layers in series, each with its own
+    weights). With ``norm_first=True`` a final LayerNorm follows the stack (pre-LN layers
+    leave their output un-normalised); ``final_norm`` overrides that choice.
+
+    ``forward(x, mask=None)``: ``(batch, n, d_model)`` -> ``(batch, n, d_model)``.
+    :attr:`attn_weights` lists each layer's last weights ``(batch, heads, n, n)``.
+    """
+
+    layer_class = EncoderLayer
+    torch_class = nn.TransformerEncoder
 
     def forward(self, x: torch.Tensor, mask=None) -> torch.Tensor:
         for layer in self.layers:
@@ -522,51 +555,18 @@ class Encoder(nn.Module):
         Build the torch stack with ``enable_nested_tensor=False`` when comparing: otherwise
         torch's fast path returns zeros at padded positions in eval mode under no_grad.
         """
-        if not isinstance(module, nn.TransformerEncoder):
-            raise TypeError(f"expected torch.nn.TransformerEncoder, got {type(module).__name__}")
-        layers = [EncoderLayer.from_torch(layer) for layer in module.layers]
-        first = layers[0]
-        new = cls(len(layers), first.d_model, first.num_heads, first.d_ff,
-                  final_norm=module.norm is not None)  # fmt: skip
-        new.layers = nn.ModuleList(layers)
-        if module.norm is not None:
-            new.norm = nn.LayerNorm(first.d_model, eps=module.norm.eps,
-                                    bias=module.norm.bias is not None)  # fmt: skip
-            new.norm = new.norm.to(dtype=module.norm.weight.dtype)
-            with torch.no_grad():
-                _copy_norm(new.norm, module.norm)
-        return new
+        return super().from_torch(module)
 
 
-class Decoder(nn.Module):
+class Decoder(_Stack):
     """A stack of ``num_layers`` :class:`DecoderLayer` s, all attending to the same ``memory``.
 
     ``forward(x, memory, self_mask=None, memory_mask=None)`` -> ``(batch, n, d_model)``.
     Final LayerNorm as in :class:`Encoder`.
     """
 
-    def __init__(
-        self,
-        num_layers: int,
-        d_model: int,
-        num_heads: int,
-        d_ff: int | None = None,
-        dropout: float = 0.0,
-        norm_first: bool = False,
-        *,
-        final_norm: bool | None = None,
-        bias: bool = True,
-        layer_norm_eps: float = 1e-5,
-    ):
-        super().__init__()
-        _check_int(num_layers, "num_layers")
-        self.layers = nn.ModuleList(
-            DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first, bias=bias,
-                         layer_norm_eps=layer_norm_eps)
-            for _ in range(num_layers)
-        )  # fmt: skip
-        final_norm = norm_first if final_norm is None else final_norm
-        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias) if final_norm else None
+    layer_class = DecoderLayer
+    torch_class = nn.TransformerDecoder
 
     def forward(
         self, x: torch.Tensor, memory: torch.Tensor, self_mask=None, memory_mask=None, *,
@@ -587,20 +587,7 @@ class Decoder(nn.Module):
     @classmethod
     def from_torch(cls, module: nn.TransformerDecoder) -> Decoder:
         """Copy a ``torch.nn.TransformerDecoder`` (its layers and optional final ``norm``)."""
-        if not isinstance(module, nn.TransformerDecoder):
-            raise TypeError(f"expected torch.nn.TransformerDecoder, got {type(module).__name__}")
-        layers = [DecoderLayer.from_torch(layer) for layer in module.layers]
-        first = layers[0]
-        new = cls(len(layers), first.d_model, first.num_heads, first.d_ff,
-                  final_norm=module.norm is not None)  # fmt: skip
-        new.layers = nn.ModuleList(layers)
-        if module.norm is not None:
-            new.norm = nn.LayerNorm(first.d_model, eps=module.norm.eps,
-                                    bias=module.norm.bias is not None)  # fmt: skip
-            new.norm = new.norm.to(dtype=module.norm.weight.dtype)
-            with torch.no_grad():
-                _copy_norm(new.norm, module.norm)
-        return new
+        return super().from_torch(module)
 
 
 def count_parameters(module: nn.Module, trainable_only: bool = False) -> int:

@@ -6,6 +6,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import pytest
+from _browser import find_chromium
 
 from course_lib import seed_everything
 
@@ -13,3 +14,15 @@ from course_lib import seed_everything
 @pytest.fixture(autouse=True)
 def _seeded():
     seed_everything(0, threads=1)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Path of a Chromium binary for the browser tests, or skip them with the reason."""
+    path = find_chromium()
+    if path is None:
+        pytest.skip(
+            "Chromium not found (looked for chromium, chromium-browser, google-chrome): the "
+            "browser tests need Debian's `chromium` package; .ci/run installs it with apt"
+        )
+    return path

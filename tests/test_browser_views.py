@@ -33,7 +33,6 @@ from _browser import (
     VIEW_STATE_JS,
     Browser,
     environment_without_proxies,
-    find_chromium,
 )
 from nbclient import NotebookClient
 
@@ -41,17 +40,6 @@ ROOT = Path(__file__).resolve().parents[1]
 LECTURE = ROOT / "notebooks" / "09_attention_visualisation.ipynb"
 VENV_BIN = Path(sys.executable).parent
 DRAW_TIMEOUT = 90  # seconds for every view of a page to draw (2 busy cores)
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    path = find_chromium()
-    if path is None:
-        pytest.skip(
-            "Chromium not found (looked for chromium, chromium-browser, google-chrome): the "
-            "browser tests need Debian's `chromium` package; .ci/run installs it with apt"
-        )
-    return path
 
 
 @pytest.fixture(scope="module")

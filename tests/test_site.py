@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlsplit
 
 import nbformat
 import pytest
-from _browser import Browser, find_chromium
+from _browser import Browser
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -58,17 +58,6 @@ PAGE_STATE_JS = r"""(() => {
       src: i.currentSrc || i.src, ok: i.complete && i.naturalWidth > 0 })),
   };
 })()"""
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    path = find_chromium()
-    if path is None:
-        pytest.skip(
-            "Chromium not found (looked for chromium, chromium-browser, google-chrome): the "
-            "browser tests need Debian's `chromium` package; .ci/run installs it with apt"
-        )
-    return path
 
 
 def _build(kind: str, out: Path) -> Path:

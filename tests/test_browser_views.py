@@ -2,17 +2,22 @@
 
 1. The lecture is executed and exported to HTML (tools/export_html.py) and opened in headless
    Chromium from a file:// URL.
-2. The same executed notebook is saved, then opened in a JupyterLab that this test starts on
-   127.0.0.1 with a random token (and stops afterwards).
+2. The same executed notebook is saved (trusted), then opened in a JupyterLab 4 that this test
+   starts on 127.0.0.1 with a random token and isolated config, data and runtime directories
+   (and stops afterwards, with its kernel).
+3. The same, in the classic notebook interface (Jupyter Notebook 7, ``jupyter notebook``), at
+   ``/notebooks/<name>.ipynb``.
 
-Both check, for every view: the SVG has one line per attention weight (heads x queries x
-keys, or layers x heads x queries x keys for the model view); switching the head view's
-layer redraws it; no console errors; no request leaves the machine. Skipped, with a message,
-only where no Chromium is installed (.ci/run installs Debian's package).
+All three check, for every view: the SVG has one line per attention weight (heads x queries x
+keys, or layers x heads x queries x keys for the model view); switching the head view's layer
+redraws it; no console errors (in the servers, those of the views' frames: the front end's own
+are not the views'); no request leaves the machine. Every wait is bounded. Skipped, with a
+message, only where no Chromium is installed (.ci/run installs Debian's package).
 """
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import os
@@ -24,6 +29,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 import nbformat
@@ -153,17 +159,24 @@ def _wait_for_server(url: str, proc: subprocess.Popen, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"jupyter lab exited with code {proc.returncode}")
+            raise RuntimeError(f"the Jupyter server exited with code {proc.returncode}")
         try:
             with urllib.request.urlopen(url, timeout=2) as r:
                 if r.status == 200:
                     return
         except OSError:
             time.sleep(0.5)
-    raise TimeoutError(f"jupyter lab did not answer {url} within {timeout} s")
+    raise TimeoutError(f"the Jupyter server did not answer {url} within {timeout} s")
 
 
-def test_saved_notebook_reopened_in_jupyterlab(chromium, executed_lecture, tmp_path):
+@contextlib.contextmanager
+def _jupyter_server(app: str, executed_lecture, tmp_path: Path, extra_args: Sequence[str] = ()):
+    """Save the lecture as a trusted notebook and serve it with ``jupyter {app}``.
+
+    The server runs on 127.0.0.1 with a random token, with its own config, data, runtime and
+    settings directories under ``tmp_path`` (nothing of the user's Jupyter set-up is read), and
+    is stopped, with the kernels it started, on exit. Yields ``(base URL, token, notebook)``.
+    """
     root, home = tmp_path / "root", tmp_path / "home"
     root.mkdir()
     env = environment_without_proxies()
@@ -172,47 +185,69 @@ def test_saved_notebook_reopened_in_jupyterlab(chromium, executed_lecture, tmp_p
         JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
         JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), HF_HUB_OFFLINE="1",
     )  # fmt: skip
-    # Draw every cell, not only those in view (JupyterLab 4 windows long notebooks).
+    # Draw every cell, not only those in view (JupyterLab 4 and Notebook 7, which is built on
+    # the same notebook plugin and reads the same settings, window long notebooks).
     tracker = home / "settings" / "@jupyterlab" / "notebook-extension"
     tracker.mkdir(parents=True)
     (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
-    # Saved as a user's JupyterLab saves it: with its outputs, and signed (trusted) for this
-    # server; untrusted HTML outputs are not rendered by JupyterLab.
+    # Saved as a user's Jupyter saves it: with its outputs, and signed (trusted) for this
+    # server; untrusted HTML outputs are not rendered.
     notebook = root / "09_attention_visualisation.ipynb"
     nbformat.write(executed_lecture, notebook)
     subprocess.run([str(VENV_BIN / "jupyter"), "trust", str(notebook)], env=env, check=True,
                    capture_output=True, timeout=60)  # fmt: skip
-    expected = expected_views(nbformat.read(notebook, as_version=4))
 
     port, token = _free_port(), secrets.token_hex(16)
     args = [
-        str(VENV_BIN / "jupyter"), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-        "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        str(VENV_BIN / "jupyter"), app, "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", *extra_args,
     ]  # fmt: skip
     if os.geteuid() == 0:
-        args.append("--allow-root")
-    log = open(tmp_path / "lab.log", "w")
-    lab = subprocess.Popen(
+        args.append("--allow-root")  # both servers refuse to run as root without it
+    log = open(tmp_path / f"{app}.log", "w")
+    server = subprocess.Popen(
         args, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )
     try:
         base = f"http://127.0.0.1:{port}"
-        _wait_for_server(f"{base}/api/status?token={token}", lab, timeout=90)
-        with Browser(chromium) as browser:
-            browser.navigate(f"{base}/lab/tree/{notebook.name}?token={token}")
-            found = wait_until_drawn(browser, expected)
-            check_layer_switch(browser, found, expected)
-            browser.pump(1.0)
-            view_sessions = {key[0] for key, _ in found.values()}
-            view_errors = [e for e in browser.console_errors if e["session"] in view_sessions]
-            assert view_errors == []
-            assert browser.external_requests() == []
+        _wait_for_server(f"{base}/api/status?token={token}", server, timeout=90)
+        yield base, token, notebook
     finally:
         try:
-            os.killpg(lab.pid, signal.SIGTERM)  # the server and the kernel it started
-            lab.wait(timeout=20)
+            os.killpg(server.pid, signal.SIGTERM)  # the server and the kernel it started
+            server.wait(timeout=20)
         except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(lab.pid, signal.SIGKILL)
-            lab.wait(timeout=10)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=10)
         log.close()
+
+
+def _check_views_in_server(chromium: str, url: str, notebook: Path) -> None:
+    """Open ``url`` (a notebook page of a running server) and check every view in it."""
+    expected = expected_views(nbformat.read(notebook, as_version=4))
+    with Browser(chromium) as browser:
+        browser.navigate(url)
+        found = wait_until_drawn(browser, expected)
+        check_layer_switch(browser, found, expected)
+        browser.pump(1.0)  # late errors, if any
+        # Only the views' frames: the front end itself may log unrelated errors (e.g. offline).
+        view_sessions = {key[0] for key, _ in found.values()}
+        view_errors = [e for e in browser.console_errors if e["session"] in view_sessions]
+        assert view_errors == []
+        assert browser.external_requests() == []
+
+
+def test_saved_notebook_reopened_in_jupyterlab(chromium, executed_lecture, tmp_path):
+    lab_args = ("--LabApp.news_url=",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate")  # fmt: skip
+    with _jupyter_server("lab", executed_lecture, tmp_path, lab_args) as (base, token, notebook):
+        _check_views_in_server(chromium, f"{base}/lab/tree/{notebook.name}?token={token}", notebook)
+
+
+def test_saved_notebook_reopened_in_classic_notebook(chromium, executed_lecture, tmp_path):
+    # Jupyter Notebook 7, the "classic" single-document interface (/notebooks/<path>).
+    with _jupyter_server("notebook", executed_lecture, tmp_path) as (base, token, notebook):
+        _check_views_in_server(
+            chromium, f"{base}/notebooks/{notebook.name}?token={token}", notebook
+        )

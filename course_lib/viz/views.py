@@ -5,7 +5,9 @@ and in JupyterLab 4 they fail with "require is not defined". Here the same bertv
 runs inside a sandboxed ``<iframe srcdoc>``: a small self-contained page with every library
 inlined from ``course_lib/viz/static/`` (pinned copies from npm, with their licences). The page
 does not depend on the notebook front end, so it draws the same in JupyterLab, the classic
-notebook, VS Code and an exported HTML file, and it fetches nothing.
+notebook, VS Code and an exported HTML file, and it fetches nothing. tests/test_browser_views.py
+checks this in headless Chromium with no network for an exported HTML page, JupyterLab 4 and the
+classic notebook interface (Jupyter Notebook 7).
 
 The iframe's id is derived from its content, so the same attention gives the same HTML on
 every run. The HTML is still large (~450 kB a view, mostly d3), so lecture notebooks do not

@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from _exercise_stub import STUB_MESSAGE
+from _exercise_stub import stub as _stub
 
 from course_lib import softmax
 from course_lib.checks import ExerciseError, call_student, check_array, check_value, passed
@@ -10,13 +12,6 @@ from course_lib.checks.lecture01 import (
     check_softmax_temperature,
     check_stable_softmax,
 )
-
-STUB_MESSAGE = r"still raises NotImplementedError"
-
-
-def _stub(*args):
-    raise NotImplementedError("Exercise: write your answer here")
-
 
 # --- reference answers, written the way a student would ------------------------------------
 

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from _exercise_stub import STUB_MESSAGE
+from _exercise_stub import stub as _stub
 
 from course_lib.checks import ExerciseError
 from course_lib.checks.lecture03 import (
@@ -12,13 +14,6 @@ from course_lib.checks.lecture03 import (
     check_multi_head_self_attention,
     check_split_heads,
 )
-
-STUB_MESSAGE = r"still raises NotImplementedError"
-
-
-def _stub(*args):
-    raise NotImplementedError("Exercise: write your answer here")
-
 
 # --- reference answers written independently (torch where it is natural) -------------------
 

@@ -4,6 +4,8 @@ import math
 from collections import Counter
 
 import pytest
+from _exercise_stub import STUB_MESSAGE
+from _exercise_stub import stub as _stub
 
 from course_lib.checks import ExerciseError
 from course_lib.checks.lecture06 import (
@@ -12,13 +14,6 @@ from course_lib.checks.lecture06 import (
     check_closest_ref_length,
     check_corpus_bleu,
 )
-
-STUB_MESSAGE = r"still raises NotImplementedError"
-
-
-def _stub(*args):
-    raise NotImplementedError("Exercise: write your answer here")
-
 
 # --- reference answers, written the way a student would ------------------------------------
 

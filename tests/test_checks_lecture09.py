@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import torch
+from _exercise_stub import STUB_MESSAGE
+from _exercise_stub import stub as _stub
 
 from course_lib.checks import ExerciseError
 from course_lib.checks.lecture09 import (
@@ -10,13 +12,6 @@ from course_lib.checks.lecture09 import (
     check_special_token_share,
     check_value_contributions,
 )
-
-STUB_MESSAGE = r"still raises NotImplementedError"
-
-
-def _stub(*args):
-    raise NotImplementedError("Exercise: write your answer here")
-
 
 # --- reference answers, written the way a student would (loops and torch) -------------------
 

@@ -13,7 +13,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["ExerciseError", "check_array", "check_value", "passed", "call_student"]
+__all__ = [
+    "ExerciseError",
+    "check_array",
+    "check_count",
+    "check_value",
+    "passed",
+    "call_student",
+]
 
 
 class ExerciseError(AssertionError):
@@ -102,6 +109,17 @@ def check_value(exercise: str, got, expected, *, what: str, hint: str | None = N
     """Raise ExerciseError unless ``got == expected`` (for ints, strings, tuples, bools)."""
     if got != expected:
         raise ExerciseError(exercise, f"{what}:\n  expected {expected!r}\n  got      {got!r}", hint)
+
+
+def check_count(exercise: str, got, expected: int, *, what: str, hint: str | None = None) -> None:
+    """Raise ExerciseError unless ``got`` is an integer (not a bool or float) equal to ``expected``."""
+    if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
+        raise ExerciseError(
+            exercise,
+            f"expected an integer, got {type(got).__name__} {got!r}.",
+            "return a Python int.",
+        )
+    check_value(exercise, int(got), expected, what=what, hint=hint)
 
 
 def passed(exercise: str, title: str) -> None:

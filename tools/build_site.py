@@ -394,14 +394,20 @@ def notebook_sources() -> list[Path]:
     return [p for d in NOTEBOOK_DIRS for p in sorted((ROOT / d).glob("[0-9][0-9]_*.ipynb"))]
 
 
-def build_site(out: Path, *, log=print) -> list[Path]:
-    """Render README, the other Markdown pages and every notebook into ``out``; return the pages."""
-    out = Path(out)
+def _fresh_output(out: Path) -> Path:
+    """Empty ``out``, create ``out/_static`` with KaTeX (site and decks both render maths)."""
     if out.exists():
         shutil.rmtree(out)
     static_dir = out / "_static"
     static_dir.mkdir(parents=True)
     vendor(KATEX, static_dir)
+    return static_dir
+
+
+def build_site(out: Path, *, log=print) -> list[Path]:
+    """Render README, the other Markdown pages and every notebook into ``out``; return the pages."""
+    out = Path(out)
+    static_dir = _fresh_output(out)
     (static_dir / "site.css").write_text(SITE_CSS, encoding="utf-8")
 
     sources = notebook_sources()
@@ -464,11 +470,7 @@ def build_site(out: Path, *, log=print) -> list[Path]:
 def build_slides(out: Path, *, log=print) -> list[Path]:
     """One reveal.js deck per lecture (``notebooks/NN_*.ipynb``) in ``out``, plus an index."""
     out = Path(out)
-    if out.exists():
-        shutil.rmtree(out)
-    static_dir = out / "_static"
-    static_dir.mkdir(parents=True)
-    vendor(KATEX, static_dir)
+    static_dir = _fresh_output(out)
     vendor(REVEAL, static_dir)
     exporter = SlidesExporter(
         extra_loaders=[DictLoader({"course_slides.html.j2": SLIDES_TEMPLATE})],

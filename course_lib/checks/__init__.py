@@ -9,6 +9,7 @@ they raise, so nbval (and ``make grade``) cannot be fooled by saved outputs.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 import numpy as np
@@ -20,6 +21,7 @@ __all__ = [
     "check_value",
     "passed",
     "call_student",
+    "Built",
 ]
 
 
@@ -41,10 +43,38 @@ def _show(x) -> str:
     return repr(x)
 
 
+class Built:
+    """An argument that is not plain data (a model, a module): the recipe to build it.
+
+    ``Built("course_lib.checks.lecture07:scripted_model", script=[[4, 5, 2]])`` names a factory
+    (``"module:function"``) and its plain-data keyword arguments. :func:`call_student` builds it
+    just before calling the student's function; a grader that runs the student's code in another
+    process sends the recipe there instead of the object. ``.build()`` gives the check its own copy.
+    """
+
+    def __init__(self, factory: str, **kwargs):
+        if not isinstance(factory, str) or factory.count(":") != 1:
+            raise ValueError(f"factory must be 'module:function', got {factory!r}")
+        self.factory, self.kwargs = factory, kwargs
+
+    def build(self):
+        module, name = self.factory.split(":")
+        return getattr(importlib.import_module(module), name)(**self.kwargs)
+
+    def __repr__(self) -> str:
+        return f"Built({self.factory!r}, **{self.kwargs!r})"
+
+
 def call_student(exercise: str, fn: Callable, *args, **kwargs):
-    """Call the student's function, turning a stub or a crash into a readable ExerciseError."""
+    """Call the student's function, turning a stub or a crash into a readable ExerciseError.
+
+    Arguments must be plain data (numbers, strings, numpy arrays, torch tensors, lists and
+    dicts of them) or :class:`Built` recipes, so that a grader can replay the call elsewhere.
+    """
     if not callable(fn):
         raise ExerciseError(exercise, f"expected a function, got {type(fn).__name__} {fn!r}.")
+    args = tuple(a.build() if isinstance(a, Built) else a for a in args)
+    kwargs = {k: v.build() if isinstance(v, Built) else v for k, v in kwargs.items()}
     try:
         return fn(*args, **kwargs)
     except NotImplementedError:

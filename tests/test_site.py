@@ -14,7 +14,6 @@ npm registry and are cached in build/vendor/).
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -23,10 +22,11 @@ import nbformat
 import pytest
 from _browser import Browser
 
+from tools import add_slide_metadata, build_site
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import add_slide_metadata  # noqa: E402
-import build_site  # noqa: E402
+
+pytestmark = pytest.mark.slow  # `make slow`, not `make unit`
 
 PAGE_TIMEOUT = 60  # seconds for one page to load and typeset (2 busy cores, large pages)
 DECK = "01_softmax.html"

@@ -106,3 +106,56 @@ def check_positive_number(value, name: str) -> float:
     if not (np.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     return float(value)
+
+
+def check_qkv(q, k, v) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """q ``(..., n_q, d_k)``, k ``(..., n_k, d_k)``, v ``(..., n_k, d_v)`` as finite float arrays of
+    one dtype, with broadcastable leading axes; else a ``ValueError``/``TypeError`` naming them."""
+    q = as_float_array(q, "q", min_ndim=2)
+    k = as_float_array(k, "k", min_ndim=2)
+    v = as_float_array(v, "v", min_ndim=2)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q and k must have the same feature size d_k: q has shape {q.shape} "
+            f"(..., n_q, d_k={q.shape[-1]}), k has shape {k.shape} (..., n_k, d_k={k.shape[-1]})"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k and v must have the same number of positions n_k: k has shape {k.shape} "
+            f"(n_k={k.shape[-2]}), v has shape {v.shape} (n_k={v.shape[-2]})"
+        )
+    broadcast_shape(
+        {"q[..., :-2]": q.shape[:-2], "k[..., :-2]": k.shape[:-2], "v[..., :-2]": v.shape[:-2]}
+    )
+    for name, arr in (("q", q), ("k", k), ("v", v)):
+        if not np.isfinite(arr).all():
+            raise ValueError(f"{name} contains nan or inf; attention needs finite inputs")
+    dtype = np.result_type(q, k, v)
+    return q.astype(dtype, copy=False), k.astype(dtype, copy=False), v.astype(dtype, copy=False)
+
+
+def check_attention_mask(mask, n_q: int, n_k: int, batch: tuple[int, ...]) -> np.ndarray:
+    """A boolean numpy mask (True = may attend) that broadcasts to ``(*batch, n_q, n_k)`` without
+    enlarging it and leaves every query at least one key; else a ``ValueError``/``TypeError``."""
+    m = as_bool_mask(mask, "mask")
+    expected = (*batch, n_q, n_k)
+    try:
+        full = np.broadcast_shapes(m.shape, expected)
+    except ValueError:
+        raise ValueError(
+            f"mask of shape {m.shape} does not broadcast to the scores' shape {expected} "
+            "(..., n_q, n_k)"
+        ) from None
+    if full != expected:
+        raise ValueError(
+            f"mask of shape {m.shape} would enlarge the scores' shape {expected} to {full}; "
+            "it must broadcast to (..., n_q, n_k)"
+        )
+    hidden = ~np.broadcast_to(m, full).any(axis=-1)
+    if hidden.any():
+        where = tuple(int(i) for i in np.argwhere(hidden)[0])
+        raise ValueError(
+            f"mask hides every key from some query (first at index {where} of (..., n_q)); "
+            "each query needs at least one True in its row"
+        )
+    return m

@@ -21,8 +21,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._validation import as_bool_mask, as_float_array, broadcast_shape, check_positive_int
-from .attention import _check_mask, _check_qkv
+from ._validation import (
+    as_bool_mask,
+    as_float_array,
+    broadcast_shape,
+    check_attention_mask,
+    check_positive_int,
+    check_qkv,
+)
 from .softmax import OnlineSoftmaxState, _online_step, online_softmax_step
 
 __all__ = ["chunked_attention", "attention_block_update", "attention_cost", "AttentionCost"]
@@ -47,7 +53,7 @@ def attention_block_update(
         ``(new_state, new_acc)``. After the last key block, the attention output is
         ``new_acc / new_state.running_sum[..., None]``.
     """
-    q_block, k_block, v_block = _check_qkv(q_block, k_block, v_block)
+    q_block, k_block, v_block = check_qkv(q_block, k_block, v_block)
     scores = (
         q_block @ np.swapaxes(k_block, -1, -2) / np.sqrt(q_block.shape[-1]).astype(q_block.dtype)
     )
@@ -107,14 +113,14 @@ def chunked_attention(
         every key from some query, or ``block_size < 1``. TypeError: non-numeric input,
         non-boolean mask, non-integer ``block_size``.
     """
-    q, k, v = _check_qkv(q, k, v)
+    q, k, v = check_qkv(q, k, v)
     block_size = check_positive_int(block_size, "block_size")
     n_q, n_k = q.shape[-2], k.shape[-2]
     score_batch = broadcast_shape({"q[..., :-2]": q.shape[:-2], "k[..., :-2]": k.shape[:-2]})
     out_batch = broadcast_shape({"scores": score_batch, "v[..., :-2]": v.shape[:-2]})
     m = None
     if mask is not None:
-        m = _check_mask(mask, n_q, n_k, score_batch)
+        m = check_attention_mask(mask, n_q, n_k, score_batch)
         m = m.reshape((1,) * (2 - m.ndim) + m.shape)  # give it (n_q, n_k) axes to slice
     dtype = q.dtype
     # Scale q once (n_q × d_k work) instead of every block of scores (n_q × n_k work).

@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 ROOT_FLAG := $(shell [ "$$(id -u)" = "0" ] && echo --allow-root)
 NB_DIRS := notebooks solutions
 
-.PHONY: venv lab test lint format unit slow notebooks exercises grade benchmarks clean site slides
+.PHONY: venv lab test lint format unit slow notebooks mutants exercises grade benchmarks clean site slides
 
 venv: $(STAMP)
 
@@ -46,6 +46,10 @@ unit: $(STAMP)
 
 slow: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist loadfile -m slow tests
+
+# Maintainers: every mutant of tools/mutate.py must make a test fail (not part of `make test`).
+mutants: $(STAMP)
+	$(PY) -m tools.mutate
 
 notebooks: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist loadfile --nbval --nbval-current-env \

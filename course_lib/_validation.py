@@ -8,6 +8,7 @@ instead of a numpy broadcasting traceback or a silent NaN.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -159,3 +160,32 @@ def check_attention_mask(mask, n_q: int, n_k: int, batch: tuple[int, ...]) -> np
             "each query needs at least one True in its row"
         )
     return m
+
+
+def check_token_sequence(tokens, name: str) -> list:
+    """A list/tuple/array of tokens (strings or ids) as a list; a ``str`` is refused, since
+    iterating it would silently give its characters."""
+    if isinstance(tokens, str):
+        raise TypeError(
+            f"{name} must be a list of tokens, got the str {tokens!r:.40}; "
+            f"split it into tokens first (e.g. {name}.split())"
+        )
+    if not isinstance(tokens, (Sequence, np.ndarray)):
+        raise TypeError(f"{name} must be a list of tokens, got {type(tokens).__name__}")
+    return list(tokens)
+
+
+def check_finite_loss(loss, step: int):
+    """A scalar loss tensor that is finite; else a ``TypeError``/``ValueError`` naming the step."""
+    if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+        raise TypeError(
+            "loss_fn must return a scalar torch.Tensor, got "
+            f"{type(loss).__name__}{tuple(loss.shape) if isinstance(loss, torch.Tensor) else ''}"
+        )
+    if not torch.isfinite(loss).all():
+        raise ValueError(
+            f"the loss is {loss.item()} at step {step}: training stopped (a nan/inf loss would "
+            "silently ruin every weight); check the batch (e.g. no position to predict), "
+            "lower lr, or clip gradients"
+        )
+    return loss

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ._validation import check_positive_int
+from ._validation import check_finite_loss, check_positive_int, check_positive_number
 from .reproducibility import seed_everything
 
 __all__ = ["TrainingLog", "train", "learning_rate_at"]
@@ -46,6 +46,17 @@ def learning_rate_at(
 ) -> float:
     """Learning rate of step ``step`` (0-based): linear warm-up over ``warmup`` steps, then
     ``"constant"``, ``"linear"`` decay to 0 at ``steps``, or ``"cosine"`` decay to 0."""
+    steps = check_positive_int(steps, "steps")
+    step = check_positive_int(step, "step", allow_zero=True)
+    warmup = check_positive_int(warmup, "warmup", allow_zero=True)
+    check_positive_number(lr, "lr")
+    if step >= steps:
+        raise ValueError(
+            f"step must be < steps={steps} (steps are counted from 0), got {step}: the "
+            "schedule ends at steps"
+        )
+    if warmup > steps:
+        raise ValueError(f"warmup must be <= steps={steps}, got {warmup}")
     if step < warmup:
         return lr * (step + 1) / warmup
     if schedule == "constant":
@@ -118,7 +129,7 @@ def train(
     for step in bar:
         for group in optimizer.param_groups:
             group["lr"] = learning_rate_at(step, steps, lr, warmup, schedule)
-        loss = loss_fn(model, get_batch(step))
+        loss = check_finite_loss(loss_fn(model, get_batch(step)), step)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if clip_grad is not None:

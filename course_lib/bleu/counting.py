@@ -98,8 +98,11 @@ def closest_ref_length(hyp_len: int, ref_lens: Sequence[int]) -> int:
         hyp_len: number of hypothesis tokens.
         ref_lens: the token counts of the references of that hypothesis (at least one).
     """
-    if len(ref_lens) == 0:
-        raise ValueError("ref_lens is empty; a hypothesis needs at least one reference")
+    check_positive_int(hyp_len, "hyp_len", allow_zero=True)
+    if isinstance(ref_lens, (str, bytes)) or len(ref_lens) == 0:
+        raise ValueError(f"ref_lens must be a non-empty list of lengths, got {ref_lens!r:.40}")
+    for k, r in enumerate(ref_lens):
+        check_positive_int(r, f"ref_lens[{k}]", allow_zero=True)
     return min(ref_lens, key=lambda r: (abs(r - hyp_len), r))
 
 
@@ -113,8 +116,8 @@ def brevity_penalty(sys_len: int, ref_len: int) -> float:
     Returns:
         A number in [0, 1]; an empty output (``c = 0 < r``) gets 0.
     """
-    if sys_len < 0 or ref_len < 0:
-        raise ValueError(f"lengths must be >= 0, got sys_len={sys_len}, ref_len={ref_len}")
+    check_positive_int(sys_len, "sys_len", allow_zero=True)
+    check_positive_int(ref_len, "ref_len", allow_zero=True)
     if sys_len >= ref_len:
         return 1.0
     return math.exp(1 - ref_len / sys_len) if sys_len > 0 else 0.0

@@ -126,6 +126,18 @@ def make_batch(pairs: Sequence[tuple[str, str]], src_vocab: Vocab, tgt_vocab: Vo
     """Encode and pad ``pairs`` into a :class:`Batch`."""
     if len(pairs) == 0:
         raise ValueError("pairs is empty; a batch needs at least one (source, target) pair")
+    for name, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
+        if not isinstance(vocab, Vocab):
+            raise TypeError(
+                f"{name} must be a Vocab (Vocab.build(sentences)), got {type(vocab).__name__}"
+            )
+    for i, pair in enumerate(pairs):
+        if not (
+            isinstance(pair, (tuple, list))
+            and len(pair) == 2
+            and all(isinstance(s, str) for s in pair)
+        ):
+            raise TypeError(f"pairs[{i}] must be a (source, target) pair of str, got {pair!r:.60}")
     src = _pad([src_vocab.encode(s) for s, _ in pairs], src_vocab.pad_id)
     tgt = [tgt_vocab.encode(t, bos=True, eos=True) for _, t in pairs]
     tgt_in = _pad([t[:-1] for t in tgt], tgt_vocab.pad_id)

@@ -14,6 +14,7 @@ attention width ``d_att`` where they are added.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._validation import as_bool_mask, as_float_array
 from .softmax import softmax
@@ -21,7 +22,9 @@ from .softmax import softmax
 __all__ = ["additive_attention_scores", "additive_attention"]
 
 
-def additive_attention_scores(query, keys, w_query, w_key, v) -> np.ndarray:
+def additive_attention_scores(
+    query: ArrayLike, keys: ArrayLike, w_query: ArrayLike, w_key: ArrayLike, v: ArrayLike
+) -> np.ndarray:
     """Scores ``e_j = v · tanh(W_s s + W_h h_j)``.
 
     Args:
@@ -51,7 +54,14 @@ def additive_attention_scores(query, keys, w_query, w_key, v) -> np.ndarray:
     return hidden @ v
 
 
-def additive_attention(query, keys, w_query, w_key, v, mask=None) -> tuple[np.ndarray, np.ndarray]:
+def additive_attention(
+    query: ArrayLike,
+    keys: ArrayLike,
+    w_query: ArrayLike,
+    w_key: ArrayLike,
+    v: ArrayLike,
+    mask: ArrayLike | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Context vector and weights of additive attention (values = keys = encoder states).
 
     Args:

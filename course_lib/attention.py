@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._validation import (
     as_float_array,
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 
-def attention_scores(q, k) -> np.ndarray:
+def attention_scores(q: ArrayLike, k: ArrayLike) -> np.ndarray:
     """Scaled scores ``q k^T / sqrt(d_k)``: q ``(..., n_q, d_k)``, k ``(..., n_k, d_k)`` ->
     ``(..., n_q, n_k)``, in the inputs' float dtype. The one place the formula is written."""
     q = as_float_array(q, "q", min_ndim=2)
@@ -45,7 +46,9 @@ def attention_scores(q, k) -> np.ndarray:
     return scores
 
 
-def scaled_dot_product_attention(q, k, v, mask=None) -> tuple[np.ndarray, np.ndarray]:
+def scaled_dot_product_attention(
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: ArrayLike | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """softmax(q k^T / sqrt(d_k)) v, returning the output and the attention weights.
 
     Args:
@@ -74,7 +77,9 @@ def scaled_dot_product_attention(q, k, v, mask=None) -> tuple[np.ndarray, np.nda
     return weights @ v, weights  # weighted sum of the values
 
 
-def scaled_dot_product_attention_inplace(q, k, v, mask=None) -> tuple[np.ndarray, np.ndarray]:
+def scaled_dot_product_attention_inplace(
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: ArrayLike | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`scaled_dot_product_attention` (same arguments, checks and results, equal up to
     rounding) computed in place on one ``(..., n_q, n_k)`` buffer: q is scaled before the
     product (n_q x d_k numbers instead of n_q x n_k), the mask and the softmax write into the
@@ -97,7 +102,7 @@ def causal_mask(n: int) -> np.ndarray:
     return np.tril(np.ones((n, n), dtype=bool))
 
 
-def padding_mask(lengths, n: int) -> np.ndarray:
+def padding_mask(lengths: ArrayLike, n: int) -> np.ndarray:
     """Key-padding mask ``(batch, 1, n)``: True for the first ``lengths[b]`` keys of sequence b.
 
     The singleton middle axis lets it broadcast against scores ``(batch, n_q, n)``; for
@@ -134,7 +139,13 @@ def linear(x: np.ndarray, w, b=None, *, name: str = "w", x_name: str = "x") -> n
 
 
 def project_qkv(
-    x, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None
+    x: ArrayLike,
+    w_q: ArrayLike,
+    w_k: ArrayLike,
+    w_v: ArrayLike,
+    b_q: ArrayLike | None = None,
+    b_k: ArrayLike | None = None,
+    b_v: ArrayLike | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Row form ``Q = X W_Q + b_q`` (and K, V): x ``(..., n, d_model)``, W ``(d_model, d)``.
 
@@ -149,7 +160,13 @@ def project_qkv(
 
 
 def project_qkv_columns(
-    x_cols, omega_q, beta_q, omega_k, beta_k, omega_v, beta_v
+    x_cols: ArrayLike,
+    omega_q: ArrayLike,
+    beta_q: ArrayLike,
+    omega_k: ArrayLike,
+    beta_k: ArrayLike,
+    omega_v: ArrayLike,
+    beta_v: ArrayLike,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Column form of the notes: ``q_n = beta_q + Omega_q x_n`` for every column ``x_n``.
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._validation import (
     as_bool_mask,
@@ -42,7 +43,12 @@ __all__ = [
 
 
 def attention_block_update(
-    state: OnlineSoftmaxState, acc, q_block, k_block, v_block, mask_block=None
+    state: OnlineSoftmaxState,
+    acc: ArrayLike,
+    q_block: ArrayLike,
+    k_block: ArrayLike,
+    v_block: ArrayLike,
+    mask_block: ArrayLike | None = None,
 ) -> tuple[OnlineSoftmaxState, np.ndarray]:
     """Fold one block of keys and values into the running result of a block of queries.
 
@@ -84,10 +90,10 @@ def attention_block_update(
 
 
 def chunked_attention(
-    q,
-    k,
-    v,
-    mask=None,
+    q: ArrayLike,
+    k: ArrayLike,
+    v: ArrayLike,
+    mask: ArrayLike | None = None,
     block_size: int = 512,
     *,
     causal: bool = False,
@@ -112,10 +118,10 @@ class ChunkedAttention(NamedTuple):
 
 
 def chunked_attention_with_logsumexp(
-    q,
-    k,
-    v,
-    mask=None,
+    q: ArrayLike,
+    k: ArrayLike,
+    v: ArrayLike,
+    mask: ArrayLike | None = None,
     block_size: int = 512,
     *,
     causal: bool = False,
@@ -205,7 +211,9 @@ class AttentionCost(NamedTuple):
     io_bytes: int  # q, k, v read once and the output written once
 
 
-def attention_cost(n_q: int, n_k: int, d_k: int, d_v: int | None = None, itemsize: int = 4):
+def attention_cost(
+    n_q: int, n_k: int, d_k: int, d_v: int | None = None, itemsize: int = 4
+) -> AttentionCost:
     """Count the work of naive attention for one (batch, head): FLOPs grow like ``n_q·n_k·d``.
 
     ``q k^T`` is ``n_q·n_k`` dot products of length ``d_k`` (``2·n_q·n_k·d_k`` FLOPs);

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._validation import as_float_array, check_positive_int
 
@@ -29,7 +30,7 @@ def _square(attention, name: str = "attention") -> np.ndarray:
     return a
 
 
-def offset_score(attention, offset: int) -> np.ndarray:
+def offset_score(attention: ArrayLike, offset: int) -> np.ndarray:
     """Mean weight that a query at ``i`` puts on the key at ``i + offset``.
 
     ``attention``: ``(..., n, n)`` weights (rows sum to 1). ``offset`` -1 measures a
@@ -48,7 +49,7 @@ def offset_score(attention, offset: int) -> np.ndarray:
     return np.diagonal(a, offset=offset, axis1=-2, axis2=-1).mean(axis=-1)
 
 
-def attention_to_positions(attention, positions: Sequence[int]) -> np.ndarray:
+def attention_to_positions(attention: ArrayLike, positions: Sequence[int]) -> np.ndarray:
     """Mean (over queries) total weight put on the keys at ``positions``; shape ``(...)``.
 
     ``attention``: ``(..., n_q, n_k)``. With ``positions=[0, n - 1]`` on a BERT input this is
@@ -71,7 +72,7 @@ def attention_to_positions(attention, positions: Sequence[int]) -> np.ndarray:
     return a[..., sorted(keys)].sum(axis=-1).mean(axis=-1)
 
 
-def top_attended(weights, tokens: Sequence[str], k: int = 3) -> list[tuple[str, float]]:
+def top_attended(weights: ArrayLike, tokens: Sequence[str], k: int = 3) -> list[tuple[str, float]]:
     """The ``k`` keys one query attends to most: ``[(token, weight), ...]``, largest first.
 
     ``weights``: ``(n_k,)``, one row of an attention matrix; ``tokens``: the ``n_k`` key
@@ -87,7 +88,7 @@ def top_attended(weights, tokens: Sequence[str], k: int = 3) -> list[tuple[str, 
     return [(tokens[i], float(w[i])) for i in order]
 
 
-def weighted_value_norms(weights, values) -> np.ndarray:
+def weighted_value_norms(weights: ArrayLike, values: ArrayLike) -> np.ndarray:
     """``||weights[..., i, j] * values[..., j, :]||``: how far key j actually moves query i.
 
     ``weights``: ``(..., n_q, n_k)``; ``values``: ``(..., n_k, d_v)`` (same leading dims, or

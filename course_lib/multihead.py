@@ -12,6 +12,7 @@ reverse reshape. Row convention (one token per row), as in :mod:`course_lib.atte
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._validation import as_bool_mask, as_float_array, check_positive_int
 from .attention import linear, scaled_dot_product_attention
@@ -19,7 +20,7 @@ from .attention import linear, scaled_dot_product_attention
 __all__ = ["split_heads", "merge_heads", "multi_head_attention"]
 
 
-def split_heads(x, num_heads: int) -> np.ndarray:
+def split_heads(x: ArrayLike, num_heads: int) -> np.ndarray:
     """Split the feature axis into heads: ``(..., n, d_model)`` -> ``(..., heads, n, d_head)``.
 
     ``d_head = d_model // num_heads``; head i gets features ``[i*d_head:(i+1)*d_head]``.
@@ -40,7 +41,7 @@ def split_heads(x, num_heads: int) -> np.ndarray:
     return np.swapaxes(x.reshape(*lead, n, num_heads, d_head), -3, -2)
 
 
-def merge_heads(x) -> np.ndarray:
+def merge_heads(x: ArrayLike) -> np.ndarray:
     """Concatenate the heads again: ``(..., heads, n, d_head)`` -> ``(..., n, heads * d_head)``.
 
     The inverse of :func:`split_heads`: ``merge_heads(split_heads(x, h))`` equals ``x``.
@@ -51,18 +52,18 @@ def merge_heads(x) -> np.ndarray:
 
 
 def multi_head_attention(
-    x_q,
-    x_kv,
-    w_q,
-    w_k,
-    w_v,
-    w_o,
+    x_q: ArrayLike,
+    x_kv: ArrayLike,
+    w_q: ArrayLike,
+    w_k: ArrayLike,
+    w_v: ArrayLike,
+    w_o: ArrayLike,
     num_heads: int,
-    mask=None,
-    b_q=None,
-    b_k=None,
-    b_v=None,
-    b_o=None,
+    mask: ArrayLike | None = None,
+    b_q: ArrayLike | None = None,
+    b_k: ArrayLike | None = None,
+    b_v: ArrayLike | None = None,
+    b_o: ArrayLike | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``Concat(head_1, ..., head_h) W_O`` with ``head_i = Attention(X_q W_Q^i, X_kv W_K^i, X_kv W_V^i)``.
 

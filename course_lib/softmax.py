@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from ._validation import as_float_array, check_positive_int
 
@@ -39,7 +40,7 @@ def _shifted(x, axis: int) -> tuple[np.ndarray, np.ndarray]:
     return arr - m, m
 
 
-def softmax(x, axis: int = -1) -> np.ndarray:
+def softmax(x: ArrayLike, axis: int = -1) -> np.ndarray:
     """Numerically stable softmax along ``axis``.
 
     Args:
@@ -58,7 +59,7 @@ def softmax(x, axis: int = -1) -> np.ndarray:
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
-def log_softmax(x, axis: int = -1) -> np.ndarray:
+def log_softmax(x: ArrayLike, axis: int = -1) -> np.ndarray:
     """Stable ``log(softmax(x))``: ``x - max - log(sum(exp(x - max)))``, same shape and dtype."""
     z, _ = _shifted(x, axis)
     return z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
@@ -76,7 +77,7 @@ def softmax_inplace_unchecked(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return x
 
 
-def naive_softmax(x, axis: int = -1) -> np.ndarray:
+def naive_softmax(x: ArrayLike, axis: int = -1) -> np.ndarray:
     """The textbook formula with no max-subtraction: overflows for large logits (on purpose).
 
     Used in lecture 01 to show why the stable version exists; don't use it elsewhere.
@@ -126,7 +127,9 @@ class OnlineSoftmaxState(NamedTuple):
             return self.running_max + np.log(self.running_sum)
 
 
-def online_softmax_start(shape=(), dtype=np.float64) -> OnlineSoftmaxState:
+def online_softmax_start(
+    shape: tuple[int, ...] = (), dtype: DTypeLike = np.float64
+) -> OnlineSoftmaxState:
     """The state before any block: maximum ``-inf`` and sum 0, for rows of batch shape ``shape``."""
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     return OnlineSoftmaxState(np.full(shape, -np.inf, dtype=dtype), np.zeros(shape, dtype=dtype))
@@ -173,7 +176,7 @@ def _check_block(block, name: str = "block") -> np.ndarray:
 
 
 def online_softmax_step(
-    state: OnlineSoftmaxState, block
+    state: OnlineSoftmaxState, block: ArrayLike
 ) -> tuple[OnlineSoftmaxState, np.ndarray, np.ndarray]:
     """Fold one block of logits into the running state, and return what attention needs too.
 
@@ -197,13 +200,13 @@ def online_softmax_step(
     return OnlineSoftmaxState(new_max, new_sum), rescale, p
 
 
-def online_softmax_update(state: OnlineSoftmaxState, block) -> OnlineSoftmaxState:
+def online_softmax_update(state: OnlineSoftmaxState, block: ArrayLike) -> OnlineSoftmaxState:
     """The new ``(running_max, running_sum)`` after seeing ``block`` ``(..., b)``; see
     :func:`online_softmax_step` for the formula."""
     return online_softmax_step(state, block)[0]
 
 
-def online_softmax(x, block_size: int, axis: int = -1) -> np.ndarray:
+def online_softmax(x: ArrayLike, block_size: int, axis: int = -1) -> np.ndarray:
     """Softmax along ``axis`` computed by reading the row in blocks of ``block_size``.
 
     Pass 1 streams over the blocks with :func:`online_softmax_update`, keeping only a running

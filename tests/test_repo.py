@@ -197,13 +197,25 @@ def test_every_public_name_has_a_docstring():
 
 
 def test_public_functions_have_type_hints():
+    """Every parameter (but self/cls and *args/**kwargs) and the return of every public function
+    and public class's __init__ is annotated."""
     bare = []
     for name, obj in _public_objects():
-        if inspect.isfunction(obj):
-            sig = inspect.signature(obj)
-            hinted = [
-                p for p in sig.parameters.values() if p.annotation is not inspect.Parameter.empty
-            ]
-            if sig.return_annotation is inspect.Signature.empty and not hinted:
-                bare.append(name)
-    assert not bare, f"public functions without any type hints: {bare}"
+        if not (inspect.isfunction(obj) or inspect.isclass(obj)):
+            continue
+        func = obj.__init__ if inspect.isclass(obj) else obj
+        if inspect.isclass(obj) and (func is object.__init__ or not inspect.isfunction(func)):
+            continue  # no __init__ of its own (dataclasses and NamedTuples are typed fields)
+        sig = inspect.signature(func)
+        missing = [
+            p.name
+            for p in sig.parameters.values()
+            if p.annotation is inspect.Parameter.empty
+            and p.name not in ("self", "cls")
+            and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
+        if sig.return_annotation is inspect.Signature.empty and not inspect.isclass(obj):
+            missing.append("return")
+        if missing:
+            bare.append(f"{name}({', '.join(missing)})")
+    assert not bare, f"public functions with unannotated parameters or return: {bare}"

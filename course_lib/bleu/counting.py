@@ -56,7 +56,11 @@ def ngram_counts(tokens: str | Sequence[str], n: int) -> Counter:
     return Counter(zip(*(toks[k:] for k in range(n)), strict=False))
 
 
-def clipped_counts(hypothesis: str | Sequence[str], references, n: int) -> Counter:
+def clipped_counts(
+    hypothesis: str | Sequence[str],
+    references: str | Sequence[str] | Sequence[Sequence[str]],
+    n: int,
+) -> Counter:
     """Each hypothesis n-gram's count, clipped to its largest count in any single reference.
 
     ``min(count in hypothesis, max over references of count in that reference)`` — the
@@ -78,7 +82,11 @@ def clipped_counts(hypothesis: str | Sequence[str], references, n: int) -> Count
     return ngram_counts(hypothesis, n) & max_ref
 
 
-def modified_precision(hypothesis: str | Sequence[str], references, n: int) -> float:
+def modified_precision(
+    hypothesis: str | Sequence[str],
+    references: str | Sequence[str] | Sequence[Sequence[str]],
+    n: int,
+) -> float:
     """BLEU's modified n-gram precision: clipped matches / number of hypothesis n-grams.
 
     Returns a fraction in [0, 1] (sacrebleu prints it ×100). A hypothesis with no n-gram of

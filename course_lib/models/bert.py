@@ -18,6 +18,7 @@ One simplification: the course's encoder layers use ReLU in the feed-forward blo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import torch
@@ -166,7 +167,9 @@ def _outputs(model: TinyBert, batch: dict):
     return model.mlm_logits(hidden[picked]), batch["mlm_labels"][picked], model.nsp_logits(hidden)
 
 
-def pretraining_loss(model: TinyBert, batch: dict, return_parts: bool = False):
+def pretraining_loss(
+    model: TinyBert, batch: dict, return_parts: bool = False
+) -> torch.Tensor | tuple[torch.Tensor, tuple[float, float]]:
     """BERT's pretraining loss on a batch from :class:`course_lib.data.pretraining.PretrainingData`.
 
     ``MLM loss`` (mean cross-entropy over picked positions) ``+ NSP loss`` (mean over pairs).
@@ -180,7 +183,7 @@ def pretraining_loss(model: TinyBert, batch: dict, return_parts: bool = False):
 
 
 @torch.no_grad()
-def pretraining_accuracy(model: TinyBert, batches) -> dict[str, float]:
+def pretraining_accuracy(model: TinyBert, batches: Iterable[dict]) -> dict[str, float]:
     """MLM accuracy (over picked positions) and NSP accuracy of ``model`` on ``batches``."""
     model.eval()
     mlm_right = mlm_total = nsp_right = nsp_total = 0

@@ -314,7 +314,9 @@ def test_parameter_count_of_the_2017_base_transformer_matches_torch():
 def test_parameter_count_formula_matches_our_modules(bias, heads):
     enc = Encoder(3, 8, heads, 20, bias=bias)
     dec = Decoder(2, 8, heads, bias=bias, final_norm=True)
-    assert count_parameters(enc) == sum(p.numel() for p in enc.parameters())
+    assert count_parameters(nn.Sequential(nn.Linear(3, 2), nn.Linear(2, 1))) == (3 * 2 + 2) + (
+        2 + 1
+    )
     assert count_parameters(enc) == transformer_parameter_count(
         8, 20, num_encoder_layers=3, bias=bias
     )

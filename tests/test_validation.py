@@ -101,6 +101,6 @@ def test_check_positive_int():
 
 def test_broadcast_shape():
     assert broadcast_shape({"a": (2, 1), "b": (3,), "c": ()}) == (2, 3)
-    assert broadcast_shape({"a": (2, 1, 4), "b": (5, 1)}) == np.broadcast_shapes((2, 1, 4), (5, 1))
+    assert broadcast_shape({"a": (2, 1, 4), "b": (5, 1)}) == (2, 5, 4)  # by hand
     with pytest.raises(ValueError, match=r"shapes do not broadcast: q \(2,\), k \(3,\), v \(1,\)"):
         broadcast_shape({"q": (2,), "k": (3,), "v": (1,)})

@@ -152,7 +152,8 @@ def test_attention_weights_are_distributions_over_real_source_words():
     models = make_models()
     src, src_mask, tgt_in = toy_batch()
     models["attention"](src, src_mask, tgt_in)
-    alignment = models["attention"].attention
+    alignment = models["attention"].attention_weights
+    assert models["attention"].attention is alignment  # the older name, read by lecture 07
     assert alignment.shape == (2, 4, 5)
     torch.testing.assert_close(alignment.sum(-1), torch.ones(2, 4))
     assert (alignment[1, :, 3:] == 0).all()

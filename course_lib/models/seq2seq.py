@@ -92,7 +92,7 @@ class AdditiveAttention(nn.Module):
         return context, weights
 
 
-class _Encoder(nn.Module):
+class _GRUEncoder(nn.Module):
     """Bidirectional GRU: ids ``(B, S)`` -> states ``(B, S, 2H)`` and final states ``(B, 2H)``."""
 
     def __init__(self, vocab_size: int, emb: int, hidden: int, pad_id: int):
@@ -131,7 +131,7 @@ class Seq2SeqGRU(nn.Module):
         self, src_vocab: int, tgt_vocab: int, emb: int = 64, hidden: int = 128, pad_id: int = 0
     ):
         super().__init__()
-        self.encoder = _Encoder(src_vocab, emb, hidden, pad_id)
+        self.encoder = _GRUEncoder(src_vocab, emb, hidden, pad_id)
         self.init = nn.Linear(2 * hidden, hidden)
         self.embed = nn.Embedding(tgt_vocab, emb, padding_idx=pad_id)
         self.rnn = nn.GRU(emb + 2 * hidden, hidden, batch_first=True)
@@ -163,8 +163,8 @@ class AttentionSeq2SeqGRU(nn.Module):
     For each output position ``i``: weights ``α_i = softmax_j(v · tanh(W_s s_{i-1} + W_h h_j))``
     over the real source words, context ``c_i = Σ_j α_ij h_j``, new state
     ``s_i = GRU([emb(y_{i-1}); c_i], s_{i-1})``, logits from ``[s_i; c_i; emb(y_{i-1})]``.
-    After :meth:`decode`, ``self.attention`` holds the weights ``(batch, T, S)``: the
-    alignment matrix.
+    After :meth:`decode`, ``self.attention_weights`` holds the weights ``(batch, T, S)``: the
+    alignment matrix (``attention`` is its older name, read by lecture 07).
     """
 
     def __init__(
@@ -172,13 +172,18 @@ class AttentionSeq2SeqGRU(nn.Module):
         pad_id: int = 0,
     ):  # fmt: skip
         super().__init__()
-        self.encoder = _Encoder(src_vocab, emb, hidden, pad_id)
+        self.encoder = _GRUEncoder(src_vocab, emb, hidden, pad_id)
         self.init = nn.Linear(2 * hidden, hidden)
         self.attn = AdditiveAttention(hidden, 2 * hidden, att)
         self.embed = nn.Embedding(tgt_vocab, emb, padding_idx=pad_id)
         self.cell = nn.GRUCell(emb + 2 * hidden, hidden)
         self.out = nn.Linear(hidden + 2 * hidden + emb, tgt_vocab)
-        self.attention: torch.Tensor | None = None
+        self.attention_weights: torch.Tensor | None = None
+
+    @property
+    def attention(self) -> torch.Tensor | None:
+        """Older name of :attr:`attention_weights` (lecture 07 reads it)."""
+        return self.attention_weights
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor):
         """``(states (B, S, 2H), final (B, 2H))``: all encoder states are kept."""
@@ -198,7 +203,7 @@ class AttentionSeq2SeqGRU(nn.Module):
             s = self.cell(torch.cat([e[:, i], context], dim=-1), s)
             outputs.append(torch.cat([s, context, e[:, i]], dim=-1))
             weights.append(alpha)
-        self.attention = torch.stack(weights, dim=1).detach()
+        self.attention_weights = torch.stack(weights, dim=1).detach()
         return self.out(torch.stack(outputs, dim=1))
 
     def forward(self, src, src_mask, tgt_in):

@@ -38,9 +38,9 @@ T_CHUNK = ("tests/test_chunked_attention.py",)
 T_LAYERS = ("tests/test_layers.py", "tests/test_pinned_behaviour.py")
 T_BLEU = ("tests/test_bleu.py",)
 T_TOK = ("tests/test_tokenization.py",)
-T_BERT_DATA = ("tests/test_pretraining_data.py", "tests/test_pinned_behaviour.py")
-T_DECODE = ("tests/test_translation_models.py", "tests/test_pinned_behaviour.py")
-T_TRAIN = ("tests/test_translation_models.py", "tests/test_pinned_behaviour.py")
+T_BERT_DATA = ("tests/test_pinned_behaviour.py", "tests/test_pretraining_data.py")
+T_DECODE = ("tests/test_pinned_behaviour.py", "tests/test_translation_models.py")
+T_TRAIN = ("tests/test_pinned_behaviour.py", "tests/test_translation_models.py")
 T_PRETRAINED = ("tests/test_pinned_behaviour.py",)
 
 MUTANTS = [

@@ -5,7 +5,16 @@ import math
 import pytest
 import torch
 
-from course_lib import GPT, KVCache, generate, next_token, top_k_filter, top_p_filter
+from course_lib import (
+    GPT,
+    KVCache,
+    generate,
+    next_token,
+    next_token_table,
+    top_k_filter,
+    top_p_filter,
+)
+from course_lib.tokenization import train_bpe
 
 
 def _logits(probs) -> torch.Tensor:
@@ -172,3 +181,16 @@ def test_generate_bad_arguments(model, kwargs, error, match):
     args = {"ids": torch.zeros(1, 3, dtype=torch.long), "max_new_tokens": 2, **kwargs}
     with pytest.raises(error, match=match):
         generate(model, **args)
+
+
+def test_next_token_table_is_the_softmax_of_the_last_position(model):
+    tok = train_bpe(["ab ba abba " * 20], 50, byte_level=True)
+    with torch.no_grad():
+        tok_model = GPT(len(tok), 16, 16, 2, 1).eval()
+    table = next_token_table(tok_model, tok, "ab ba", k=3)
+    probs = torch.softmax(tok_model(torch.tensor([tok.encode("ab ba")]))[0, -1], -1)
+    top = probs.topk(3)
+    assert [t for t, _ in table] == [tok.decode([i]) for i in top.indices.tolist()]
+    assert [p for _, p in table] == pytest.approx(top.values.tolist(), rel=1e-5)
+    with pytest.raises(ValueError, match="prompt"):
+        next_token_table(tok_model, tok, "", k=3)

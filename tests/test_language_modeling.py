@@ -12,6 +12,7 @@ from course_lib.data.language_modeling import (
     bits_per_char,
     encode_documents,
     evaluate_lm,
+    known_word_fraction,
     lm_corpus,
     lm_documents,
     lm_tokenizer,
@@ -112,3 +113,10 @@ def test_count_model_errors():
         bigram_lm(torch.tensor([0, 1]), 3).next_token_log_probs()
     with pytest.raises(ValueError, match="at least 2 tokens"):
         CountLM(torch.zeros(3)).nll(torch.tensor([1]))
+
+
+def test_known_word_fraction_by_hand():
+    assert known_word_fraction("The cat, the DOG! x2", "the cat sat") == pytest.approx(3 / 5)
+    assert known_word_fraction(["abc", "def"], ["ABC def"]) == 1.0
+    with pytest.raises(ValueError, match="no words"):
+        known_word_fraction("123 !!", "abc")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -39,6 +40,7 @@ __all__ = [
     "random_windows",
     "bits_per_char",
     "evaluate_lm",
+    "known_word_fraction",
 ]
 
 END_OF_TEXT = "<|endoftext|>"
@@ -147,3 +149,18 @@ def evaluate_lm(model: nn.Module, ids: torch.Tensor, block: int | None = None) -
     finally:
         model.train(was_training)
     return total / count
+
+
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+def known_word_fraction(texts: Sequence[str] | str, reference: Sequence[str] | str) -> float:
+    """Share of the words of ``texts`` (runs of ASCII letters, case ignored) that occur somewhere
+    in ``reference`` (e.g. the training documents): a rough "does it write real words" score."""
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    reference = [reference] if isinstance(reference, str) else list(reference)
+    known = {w.lower() for t in reference for w in _WORD.findall(t)}
+    words = [w.lower() for t in texts for w in _WORD.findall(t)]
+    if not words:
+        raise ValueError("texts contain no words (runs of letters)")
+    return sum(w in known for w in words) / len(words)

@@ -26,7 +26,13 @@ from torch import nn
 from .._validation import check_positive_int
 from ..causal_attention import KVCache
 
-__all__ = ["top_k_filter", "top_p_filter", "next_token", "generate"]
+__all__ = [
+    "top_k_filter",
+    "top_p_filter",
+    "next_token",
+    "generate",
+    "next_token_table",
+]
 
 _TOLERANCE = 1e-9  # a cumulative probability this close below p counts as reaching p
 
@@ -223,3 +229,29 @@ def generate(
     finally:
         model.train(was_training)
     return ids
+
+
+@torch.no_grad()
+def next_token_table(
+    model: nn.Module, tokenizer, prompt: str, k: int = 10
+) -> list[tuple[str, float]]:
+    """The ``k`` most probable next tokens after ``prompt``, as ``(token text, probability)``.
+
+    ``tokenizer`` has ``encode(text) -> ids`` and ``decode(ids) -> text`` (a
+    :class:`course_lib.tokenization.BPETokenizer`); the model reads the whole prompt once.
+    """
+    k = check_positive_int(k, "k")
+    ids = torch.tensor([tokenizer.encode(prompt)], dtype=torch.long)
+    if ids.shape[1] == 0:
+        raise ValueError("prompt: it has no tokens; give at least one character")
+    was_training = model.training
+    model.eval()
+    try:
+        probs = torch.softmax(model(ids[:, -model.max_len :])[0, -1].double(), dim=-1)
+    finally:
+        model.train(was_training)
+    top = probs.topk(min(k, probs.numel()))
+    return [
+        (tokenizer.decode([i]), p)
+        for i, p in zip(top.indices.tolist(), top.values.tolist(), strict=True)
+    ]

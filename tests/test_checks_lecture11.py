@@ -161,8 +161,8 @@ RIGHT = 2 * 24 * 512 * 1024 * 4
 
 
 def test_kv_cache_numbers_passes(capsys):
-    check_kv_cache_numbers(RIGHT)
-    check_kv_cache_numbers(100_663_296.0)  # a float with an integer value is fine
+    check_kv_cache_numbers(lambda: RIGHT)
+    check_kv_cache_numbers(lambda: 2 * 24 * 512 * 1024 * 4.0)  # a float with an integer value
     assert "Exercise 11.3 passed" in capsys.readouterr().out
 
 
@@ -181,4 +181,6 @@ def test_kv_cache_numbers_passes(capsys):
 )
 def test_kv_cache_numbers_names_the_mistake(answer, hint):
     with pytest.raises(ExerciseError, match=hint):
-        check_kv_cache_numbers(answer)
+        check_kv_cache_numbers(lambda: answer)
+    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
+        check_kv_cache_numbers(stub)

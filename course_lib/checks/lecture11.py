@@ -140,9 +140,11 @@ def check_top_p_keep(student_fn, *, seed: int = 0) -> None:
 _LAYERS, _D, _HEADS, _N, _BATCH = 24, 1024, 16, 512, 4
 
 
-def check_kv_cache_numbers(answer, *, seed: int = 0) -> None:
-    """Exercise 11.3: how many numbers the KV cache of GPT-2 medium holds for 4 x 512 tokens."""
+def check_kv_cache_numbers(student_fn, *, seed: int = 0) -> None:
+    """Exercise 11.3: ``kv_cache_numbers() -> int``, the predicted number of numbers in the KV
+    cache of GPT-2 medium for 4 sequences of 512 tokens."""
     ex = "11.3"
+    answer = call_student(ex, student_fn)
     expected = 2 * _LAYERS * _N * _D * _BATCH
     mistakes = {
         expected // 2: "count the keys AND the values: two tensors per layer.",

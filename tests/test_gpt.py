@@ -162,3 +162,22 @@ def test_from_hf_refuses_what_it_cannot_copy():
         GPT.from_hf(GPT2Model(GPT2Config(**cfg, attn_pdrop=0.2)))
     with pytest.raises(ValueError, match="activation_function"):
         GPT.from_hf(GPT2Model(GPT2Config(**cfg, activation_function="silu")))
+
+
+def test_shipped_checkpoint_loads_safely_and_beats_the_bigram():
+    from course_lib import load_tiny_gpt
+    from course_lib.data.language_modeling import evaluate_lm, lm_corpus
+    from course_lib.models.gpt import GPT_CHECKPOINT, TINY_GPT_CONFIG
+    from course_lib.models.ngram import bigram_lm
+
+    assert GPT_CHECKPOINT.stat().st_size < 3_000_000
+    model, meta = load_tiny_gpt()
+    assert model.config == TINY_GPT_CONFIG and not model.training
+    assert model.lm_head.weight is model.token_embedding.weight
+    assert meta["best"]["step"] in [h["step"] for h in meta["history"]]
+    corpus = lm_corpus(TINY_GPT_CONFIG.vocab_size)
+    held = evaluate_lm(model, corpus.held_out_ids)
+    assert abs(held - meta["best"]["held_out_loss"]) < 2e-3  # float16 weights, same numbers
+    assert held < bigram_lm(corpus.train_ids, TINY_GPT_CONFIG.vocab_size, 30).nll(
+        corpus.held_out_ids
+    )

@@ -1,0 +1,172 @@
+"""Checks for the exercises of lecture 11 (GPT: next-token loss, nucleus filtering, KV-cache size)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..models.generation import top_p_filter
+from . import ExerciseError, call_student, check_count, passed
+
+__all__ = ["check_next_token_loss", "check_top_p_keep", "check_kv_cache_numbers"]
+
+
+def _next_token_losses(logits: torch.Tensor, ids: torch.Tensor) -> dict[str, float]:
+    """The right loss and the values of the usual mistakes, each with the hint it deserves."""
+    v = logits.shape[-1]
+
+    def ce(lg, tg, reduction="mean"):
+        return F.cross_entropy(lg.reshape(-1, v), tg.reshape(-1), reduction=reduction).item()
+
+    logp = torch.log_softmax(logits[:, :-1], dim=-1)
+    picked = logp.gather(-1, ids[:, 1:, None])[..., 0]
+    return {
+        "right": ce(logits[:, :-1], ids[:, 1:]),
+        "position t scores token t itself: the targets were not shifted; logits[:, :-1] "
+        "predict ids[:, 1:]": ce(logits, ids),
+        "shifted the wrong way: position t predicts token t + 1, so pair logits[:, :-1] with "
+        "ids[:, 1:] (not logits[:, 1:] with ids[:, :-1])": ce(logits[:, 1:], ids[:, :-1]),
+        "this is the sum over all predictions; the loss is their mean": ce(
+            logits[:, :-1], ids[:, 1:], "sum"
+        ),
+        "the raw scores were used as log-probabilities; apply log_softmax (or use "
+        "F.cross_entropy, which does)": -logits[:, :-1].gather(-1, ids[:, 1:, None]).mean().item(),
+        "this is the probability, not minus its log, of the target; take -log": -picked.exp()
+        .mean()
+        .item(),
+    }
+
+
+def check_next_token_loss(student_fn, *, seed: int = 0) -> None:
+    """Exercise 11.1: ``next_token_loss(logits, ids) -> float``, the causal LM loss in nats/token.
+
+    ``logits (B, n, V)`` are the model's outputs on ``ids (B, n)``; position ``t`` scores the
+    token at ``t + 1``. The mean cross-entropy over the ``B * (n - 1)`` predictions.
+    """
+    ex = "11.1"
+    gen = torch.Generator().manual_seed(1100 + seed)
+    for b, n, v in [(3, 7, 11), (1, 2, 5), (2, 12, 40)]:
+        logits = 2 * torch.randn(b, n, v, generator=gen)
+        ids = torch.randint(0, v, (b, n), generator=gen)
+        got = call_student(ex, student_fn, logits.clone(), ids.clone())
+        try:
+            got = float(got)
+        except (TypeError, ValueError):
+            raise ExerciseError(
+                ex,
+                f"expected one number (a float or a 0-d tensor), got {type(got).__name__}.",
+                "return the mean loss, e.g. `F.cross_entropy(...)` or `.item()` of it.",
+            ) from None
+        values = _next_token_losses(logits, ids)
+        expected = values.pop("right")
+        if np.isclose(got, expected, rtol=1e-5, atol=1e-6):
+            continue
+        hint = next(
+            (h for h, val in values.items() if np.isclose(got, val, rtol=1e-5, atol=1e-6)),
+            "predict ids[:, 1:] from logits[:, :-1]: the mean of -log softmax(logits)[target].",
+        )
+        raise ExerciseError(
+            ex,
+            f"loss for logits of shape {(b, n, v)}:\n  expected {expected:.6f}\n  got      {got:.6f}",
+            hint,
+        )
+    passed(ex, "the next-token loss uses the targets shifted by one")
+
+
+def _keep_reference(probs: np.ndarray, p: float) -> np.ndarray:
+    return torch.isfinite(top_p_filter(torch.log(torch.as_tensor(probs)), p)).numpy()
+
+
+def _boundary_safe(probs: np.ndarray, p: float) -> bool:
+    """True when no partial sum of the sorted probabilities is within 1e-6 of p."""
+    totals = np.cumsum(np.sort(probs)[::-1])
+    return bool(np.all(np.abs(totals - p) > 1e-6))
+
+
+def check_top_p_keep(student_fn, *, seed: int = 0) -> None:
+    """Exercise 11.2: ``top_p_keep(probs, p) -> bool array``: which tokens nucleus sampling keeps.
+
+    Keep the smallest set of most probable tokens whose probabilities add up to at least ``p``.
+    """
+    ex = "11.2"
+    rng = np.random.default_rng(1120 + seed)
+    hand = np.array([0.15, 0.5, 0.05, 0.3])
+    cases = [(hand, p) for p in (0.45, 0.6, 0.85, 0.97, 1.0)]
+    while len(cases) < 12:
+        probs = rng.dirichlet(np.full(int(rng.integers(3, 12)), 0.7))
+        p = float(rng.uniform(0.3, 0.99))
+        if _boundary_safe(probs, p) and probs.min() > 1e-9:
+            cases.append((probs, p))
+    for probs, p in cases:
+        expected = _keep_reference(probs, p)
+        got = call_student(ex, student_fn, probs.copy(), p)
+        got = np.asarray(got)
+        if got.shape != probs.shape or not (got.dtype == bool or np.isin(got, (0, 1)).all()):
+            raise ExerciseError(
+                ex,
+                f"expected a boolean array of shape {probs.shape} (one entry per token), got "
+                f"{got.dtype} of shape {got.shape}.",
+                "return a mask in the tokens' original order, True = kept.",
+            )
+        got = got.astype(bool)
+        if np.array_equal(got, expected):
+            continue
+        order = np.argsort(-probs, kind="stable")
+        total = probs[got].sum()
+        if np.array_equal(got, expected[order]):
+            hint = "the mask must be in the tokens' original order, not sorted by probability."
+        elif total < p - 1e-9:
+            hint = (
+                f"your tokens add up to {total:.3f} < p = {p}: keep the token that makes the "
+                "total reach p too (keep a token while the total BEFORE it is below p)."
+            )
+        elif not np.array_equal(np.sort(probs[got])[::-1], np.sort(probs)[::-1][: got.sum()]):
+            hint = (
+                "keep the MOST probable tokens: sort the probabilities in decreasing order first."
+            )
+        else:
+            hint = "keep the smallest set: stop as soon as the kept total reaches p."
+        raise ExerciseError(
+            ex,
+            f"probs = {np.round(probs, 4).tolist()}, p = {p}:\n"
+            f"  expected keep = {expected.tolist()}\n  got      keep = {got.tolist()}",
+            hint,
+        )
+    passed(ex, "nucleus (top-p) filtering keeps the smallest set that reaches p")
+
+
+# GPT-2 medium: 24 layers, d_model 1024 (16 heads), a batch of 4 sequences of 512 tokens.
+_LAYERS, _D, _HEADS, _N, _BATCH = 24, 1024, 16, 512, 4
+
+
+def check_kv_cache_numbers(student_fn, *, seed: int = 0) -> None:
+    """Exercise 11.3: ``kv_cache_numbers() -> int``, the predicted number of numbers in the KV
+    cache of GPT-2 medium for 4 sequences of 512 tokens."""
+    ex = "11.3"
+    answer = call_student(ex, student_fn)
+    expected = 2 * _LAYERS * _N * _D * _BATCH
+    mistakes = {
+        expected // 2: "count the keys AND the values: two tensors per layer.",
+        expected // _LAYERS: "every layer keeps its own keys and values.",
+        expected // _BATCH: "each of the 4 sequences has its own cache.",
+        expected * _HEADS: "the heads split d_model into 16 slices of 64; they do not multiply it.",
+        expected // _HEADS: "every head stores keys and values of d_head = 64 numbers per token: "
+        "16 heads x 64 = all of d_model.",
+        expected * 4: "count numbers, not bytes (float32 takes 4 bytes each).",
+        expected * 4 // 2**20: "count numbers, not megabytes.",
+    }
+    if isinstance(answer, float) and answer.is_integer():
+        answer = int(answer)
+    try:
+        check_count(ex, answer, expected, what="numbers in the KV cache",
+                    hint="2 (K and V) x layers x tokens x d_model x sequences.")  # fmt: skip
+    except ExerciseError as err:
+        if isinstance(answer, (int, np.integer)) and int(answer) in mistakes:
+            raise ExerciseError(
+                ex,
+                f"numbers in the KV cache:\n  expected {expected!r}\n  got      {int(answer)!r}",
+                mistakes[int(answer)],
+            ) from None
+        raise err
+    passed(ex, "the KV cache holds 2 x layers x tokens x d_model numbers per sequence")

@@ -1,0 +1,186 @@
+"""Lecture 11 checks: pass the reference and a differently written answer, fail the usual
+mistakes with the hint that names them, fail the stub."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from course_lib.checks import ExerciseError
+from course_lib.checks.lecture11 import (
+    check_kv_cache_numbers,
+    check_next_token_loss,
+    check_top_p_keep,
+)
+from tests._exercise_stub import STUB_MESSAGE, stub
+
+# ----------------------------------------------------------------------------------- 11.1
+
+
+def loss_reference(logits, ids):
+    v = logits.shape[-1]
+    return F.cross_entropy(logits[:, :-1].reshape(-1, v), ids[:, 1:].reshape(-1))
+
+
+def loss_by_hand(logits, ids):  # written differently: numpy, an explicit loop
+    lg, ids = logits.numpy().astype(np.float64), ids.numpy()
+    total, count = 0.0, 0
+    for b in range(lg.shape[0]):
+        for t in range(lg.shape[1] - 1):
+            row = lg[b, t] - lg[b, t].max()
+            total -= row[ids[b, t + 1]] - np.log(np.exp(row).sum())
+            count += 1
+    return total / count
+
+
+def loss_unshifted(logits, ids):
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids.reshape(-1))
+
+
+def loss_wrong_way(logits, ids):
+    return F.cross_entropy(logits[:, 1:].reshape(-1, logits.shape[-1]), ids[:, :-1].reshape(-1))
+
+
+def loss_summed(logits, ids):
+    v = logits.shape[-1]
+    return F.cross_entropy(logits[:, :-1].reshape(-1, v), ids[:, 1:].reshape(-1), reduction="sum")
+
+
+def loss_no_softmax(logits, ids):
+    return -logits[:, :-1].gather(-1, ids[:, 1:, None]).mean()
+
+
+def loss_probability(logits, ids):
+    p = torch.softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None])
+    return -p.mean()
+
+
+def loss_as_list(logits, ids):
+    return [1.0, 2.0]
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_next_token_loss_passes_right_answers(capsys, seed):
+    check_next_token_loss(loss_reference, seed=seed)
+    check_next_token_loss(loss_by_hand, seed=seed)
+    assert "Exercise 11.1 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("fn", "hint"),
+    [
+        (loss_unshifted, "not shifted"),
+        (loss_wrong_way, "wrong way"),
+        (loss_summed, "sum over all predictions"),
+        (loss_no_softmax, "log_softmax"),
+        (loss_probability, "take -log"),
+        (loss_as_list, "expected one number"),
+        (stub, STUB_MESSAGE),
+    ],
+)
+def test_next_token_loss_names_the_mistake(fn, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_next_token_loss(fn)
+
+
+# ----------------------------------------------------------------------------------- 11.2
+
+
+def keep_reference(probs, p):
+    order = np.argsort(-probs)
+    before = np.cumsum(probs[order]) - probs[order]
+    keep = np.zeros(len(probs), dtype=bool)
+    keep[order[before < p]] = True
+    return keep
+
+
+def keep_loop(probs, p):  # written differently: a loop adding tokens until p is reached
+    keep, total = [0] * len(probs), 0.0
+    for i in sorted(range(len(probs)), key=lambda i: -probs[i]):
+        if total >= p:
+            break
+        keep[i], total = 1, total + probs[i]
+    return np.array(keep)
+
+
+def keep_strictly_below(probs, p):  # drops the token that crosses p
+    order = np.argsort(-probs)
+    keep = np.zeros(len(probs), dtype=bool)
+    keep[order[np.cumsum(probs[order]) <= p]] = True
+    return keep
+
+
+def keep_unsorted(probs, p):
+    before = np.cumsum(probs) - probs
+    return before < p
+
+
+def keep_sorted_order(probs, p):
+    order = np.argsort(-probs)
+    before = np.cumsum(probs[order]) - probs[order]
+    return before < p
+
+
+def keep_too_many(probs, p):
+    keep = keep_reference(probs, p)
+    order = np.argsort(-probs)
+    keep[order[: keep.sum() + 1]] = True
+    return keep
+
+
+def keep_indices(probs, p):
+    return np.flatnonzero(keep_reference(probs, p))
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_top_p_keep_passes_right_answers(capsys, seed):
+    check_top_p_keep(keep_reference, seed=seed)
+    check_top_p_keep(keep_loop, seed=seed)
+    assert "Exercise 11.2 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("fn", "hint"),
+    [
+        (keep_strictly_below, "keep the token that makes the total reach p"),
+        (keep_unsorted, "MOST probable"),
+        (keep_sorted_order, "original order"),
+        (keep_too_many, "smallest set"),
+        (keep_indices, "boolean array"),
+        (stub, STUB_MESSAGE),
+    ],
+)
+def test_top_p_keep_names_the_mistake(fn, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_top_p_keep(fn)
+
+
+# ----------------------------------------------------------------------------------- 11.3
+
+RIGHT = 2 * 24 * 512 * 1024 * 4
+
+
+def test_kv_cache_numbers_passes(capsys):
+    check_kv_cache_numbers(lambda: RIGHT)
+    check_kv_cache_numbers(lambda: 2 * 24 * 512 * 1024 * 4.0)  # a float with an integer value
+    assert "Exercise 11.3 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (RIGHT // 2, "keys AND the values"),
+        (RIGHT // 24, "every layer"),
+        (RIGHT // 4, "4 sequences"),
+        (RIGHT * 16, "do not multiply"),
+        (RIGHT * 4, "not bytes"),
+        (RIGHT + 1, r"2 \(K and V\) x layers"),
+        ("100663296", "expected an integer"),
+        (None, "expected an integer"),
+    ],
+)
+def test_kv_cache_numbers_names_the_mistake(answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_kv_cache_numbers(lambda: answer)
+    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
+        check_kv_cache_numbers(stub)

@@ -8,11 +8,14 @@ Notebooks call these functions; tests hold each of them against an independent r
 from .additive_attention import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .bleu import *  # noqa: F403
+from .causal_attention import *  # noqa: F403
 from .chunked_attention import *  # noqa: F403
 from .grouped_query import *  # noqa: F403
 from .head_patterns import *  # noqa: F403
 from .layers import *  # noqa: F403
 from .models.bert import *  # noqa: F403
+from .models.generation import *  # noqa: F403
+from .models.gpt import *  # noqa: F403
 from .multihead import *  # noqa: F403
 from .positional import *  # noqa: F403
 from .reproducibility import *  # noqa: F403

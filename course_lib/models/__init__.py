@@ -1,6 +1,9 @@
-"""Models the lectures train: translation (seq2seq RNNs, a small Transformer) and decoding."""
+"""Models the lectures train: translation (seq2seq RNNs, a small Transformer) and decoding,
+tiny BERT, GPT and text generation."""
 
 from .bert import *  # noqa: F403
 from .decoding import *  # noqa: F403
+from .generation import *  # noqa: F403
+from .gpt import *  # noqa: F403
 from .seq2seq import *  # noqa: F403
 from .transformer import *  # noqa: F403

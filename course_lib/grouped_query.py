@@ -22,38 +22,33 @@ from ._validation import check_positive_int
 __all__ = ["repeat_kv", "attention_parameter_count", "kv_cache_bytes"]
 
 
-def repeat_kv(kv, num_heads: int):
-    """Repeat each key/value head for the query heads of its group.
+def repeat_kv(kv, groups: int):
+    """Repeat each key/value head ``groups`` times, for the query heads of its group.
 
     Args:
         kv: keys or values ``(..., num_kv_heads, n, head_dim)``, numpy or torch.
-        num_heads: number of query heads; a multiple of ``num_kv_heads``.
+        groups: query heads per key/value head, ``num_heads // num_kv_heads``.
 
     Returns:
-        ``(..., num_heads, n, head_dim)`` where output head ``h`` is input head
-        ``h // (num_heads // num_kv_heads)``: each head repeated ``g`` times *in place*
-        (``[k0, k0, k1, k1]``, not ``[k0, k1, k0, k1]``), as ``transformers``' ``repeat_kv``.
+        ``(..., num_kv_heads * groups, n, head_dim)`` where output head ``h`` is input head
+        ``h // groups``: each head repeated *in place* (``[k0, k0, k1, k1]``, not
+        ``[k0, k1, k0, k1]``), as ``transformers``' ``repeat_kv(hidden_states, n_rep)``.
 
     Raises:
-        ValueError: ``kv`` has fewer than 3 axes, or ``num_kv_heads`` does not divide ``num_heads``.
+        ValueError: ``kv`` has fewer than 3 axes.
     """
-    num_heads = check_positive_int(num_heads, "num_heads")
+    groups = check_positive_int(groups, "groups")
     if not isinstance(kv, torch.Tensor):
         kv = np.asarray(kv)
     if kv.ndim < 3:
         raise ValueError(
             f"kv must have shape (..., num_kv_heads, n, head_dim), got {tuple(kv.shape)}"
         )
-    num_kv_heads = kv.shape[-3]
-    if num_heads % num_kv_heads:
-        raise ValueError(
-            f"num_heads={num_heads} must be a multiple of num_kv_heads={num_kv_heads} "
-            f"(kv.shape[-3] of kv with shape {tuple(kv.shape)})"
-        )
-    group = num_heads // num_kv_heads
+    if groups == 1:
+        return kv
     if isinstance(kv, torch.Tensor):
-        return kv.repeat_interleave(group, dim=-3)  # (..., num_heads, n, head_dim)
-    return np.repeat(kv, group, axis=-3)
+        return kv.repeat_interleave(groups, dim=-3)  # (..., num_kv_heads * groups, n, head_dim)
+    return np.repeat(kv, groups, axis=-3)
 
 
 def attention_parameter_count(

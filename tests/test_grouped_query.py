@@ -21,20 +21,20 @@ from course_lib import (
 def test_repeat_kv_equals_transformers(kv_heads, heads):
     kv = torch.randn(2, kv_heads, 5, 3)
     ref = hf_repeat_kv(kv, heads // kv_heads)
-    assert torch.equal(repeat_kv(kv, heads), ref)
-    assert np.array_equal(repeat_kv(kv.numpy(), heads), ref.numpy())
+    assert torch.equal(repeat_kv(kv, heads // kv_heads), ref)
+    assert np.array_equal(repeat_kv(kv.numpy(), heads // kv_heads), ref.numpy())
 
 
 def test_repeat_kv_groups_are_contiguous():
     kv = np.arange(2)[None, :, None, None] * np.ones((1, 2, 1, 1))  # head j holds the value j
-    assert repeat_kv(kv, 4)[0, :, 0, 0].tolist() == [0, 0, 1, 1]
+    assert repeat_kv(kv, 2)[0, :, 0, 0].tolist() == [0, 0, 1, 1]
 
 
 def test_grouped_attention_with_all_heads_is_multi_head():
     rng = np.random.default_rng(0)
     q, k, v = (rng.normal(size=(4, 6, 8)) for _ in range(3))
     plain, _ = scaled_dot_product_attention(q, k, v, causal_mask(6))
-    grouped, _ = scaled_dot_product_attention(q, repeat_kv(k, 4), repeat_kv(v, 4), causal_mask(6))
+    grouped, _ = scaled_dot_product_attention(q, repeat_kv(k, 1), repeat_kv(v, 1), causal_mask(6))
     assert np.array_equal(plain, grouped)
     # One K/V head shared by four query heads: the same as giving each head the same K/V.
     shared, _ = scaled_dot_product_attention(q, repeat_kv(k[:1], 4), repeat_kv(v[:1], 4))
@@ -67,8 +67,12 @@ def test_kv_cache_bytes_equals_transformers_cache(kv_heads):
 
 
 def test_errors():
-    with pytest.raises(ValueError, match="num_heads=6 must be a multiple of num_kv_heads=4"):
-        repeat_kv(np.ones((4, 2, 3)), 6)
+    with pytest.raises(
+        ValueError, match=r"kv must have shape \(\.\.\., num_kv_heads, n, head_dim\)"
+    ):
+        repeat_kv(np.ones((2, 3)), 2)
+    with pytest.raises(ValueError, match="groups must be >= 1"):
+        repeat_kv(np.ones((4, 2, 3)), 0)
     with pytest.raises(ValueError, match="must divide"):
         attention_parameter_count(32, 4, 3)
     with pytest.raises(ValueError, match="seq_len must be >= 1"):

@@ -17,6 +17,7 @@ from .models.bert import *  # noqa: F403
 from .models.generation import *  # noqa: F403
 from .models.gpt import *  # noqa: F403
 from .models.modern import *  # noqa: F403
+from .models.ngram import *  # noqa: F403
 from .multihead import *  # noqa: F403
 from .positional import *  # noqa: F403
 from .reproducibility import *  # noqa: F403

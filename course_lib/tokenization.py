@@ -16,6 +16,12 @@ new word replays them (lowest-ranked merge first). Our trainer follows the rules
 Words come from :func:`pretokenize`, which keeps the space in front of a word as a visible
 ``▁`` (as SentencePiece does), so :meth:`BPETokenizer.decode` gives the text back exactly.
 
+**Byte-level BPE** (GPT-2; ``byte_level=True``): the text is split with GPT-2's pattern
+(:func:`pretokenize_bytes`) and each word is written as its UTF-8 *bytes*, each byte shown as
+one printable character (:func:`bytes_to_unicode`: a space is ``Ġ``). The starting alphabet is
+all 256 bytes, so any text can be encoded and nothing is ever unknown; the merges are learned
+by the same trainer, and match the ``tokenizers`` library's ``ByteLevel`` BPE.
+
 **WordPiece** as BERT uses it: a basic tokenizer (lower-casing, accent stripping, splitting off
 punctuation) then, for each word, the *greedy longest match* against a fixed vocabulary, with
 word-internal pieces written ``##piece``; a word that cannot be covered becomes ``[UNK]``.
@@ -23,6 +29,7 @@ word-internal pieces written ``##piece``; a word that cannot be covered becomes 
 
 from __future__ import annotations
 
+import functools
 import heapq
 import re
 import unicodedata
@@ -30,11 +37,15 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+import regex
+
 from ._validation import check_positive_int
 
 __all__ = [
     "SPACE",
     "pretokenize",
+    "bytes_to_unicode",
+    "pretokenize_bytes",
     "count_pairs",
     "merge_pair",
     "BPETokenizer",
@@ -69,6 +80,42 @@ def pretokenize(text: str, lowercase: bool = False) -> list[str]:
     if lowercase:
         text = text.lower()
     return [w.replace(" ", SPACE) for w in _WORDS.findall(text)]
+
+
+# GPT-2's pre-tokenizer: contractions, letters, digits, other symbols (each with the space before
+# them), and whitespace runs (a run before a word leaves its last space to the word).
+_GPT2_WORDS = regex.compile(
+    r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+)
+
+
+@functools.cache
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's table byte -> printable character: printable bytes stand for themselves, the
+    others (space, control bytes, ...) get the characters from U+0100 on (a space is ``Ġ``)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    table, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+def pretokenize_bytes(text: str) -> list[str]:
+    """Split text with GPT-2's pattern and write each word as bytes, one character a byte.
+
+    Nothing is normalised: ``decode`` gives back exactly the same text.
+
+    >>> pretokenize_bytes("The if-statement: x")
+    ['The', 'Ġif', '-', 'statement', ':', 'Ġx']
+    """
+    table = bytes_to_unicode()
+    return [
+        "".join(table[b] for b in w.encode("utf-8")) for w in _GPT2_WORDS.findall(_check_text(text))
+    ]
 
 
 def count_pairs(words: Mapping[tuple[str, ...], int]) -> Counter:
@@ -119,6 +166,7 @@ class BPETokenizer:
         special_tokens: Sequence[str] = (),
         unk_token: str | None = None,
         lowercase: bool = False,
+        byte_level: bool = False,
     ):
         self.vocab = dict(vocab)
         self.id_to_token = {i: t for t, i in self.vocab.items()}
@@ -127,6 +175,7 @@ class BPETokenizer:
         self.special_tokens = list(special_tokens)
         self.unk_token = unk_token
         self.lowercase = lowercase
+        self.byte_level = byte_level
         if unk_token is not None and unk_token not in self.vocab:
             raise ValueError(f"unk_token {unk_token!r} is not in the vocabulary")
         self._cache: dict[str, list[str]] = {}
@@ -135,7 +184,13 @@ class BPETokenizer:
         return len(self.vocab)
 
     def __repr__(self) -> str:
-        return f"BPETokenizer(vocab_size={len(self.vocab)}, merges={len(self.merges)})"
+        kind = ", byte_level=True" if self.byte_level else ""
+        return f"BPETokenizer(vocab_size={len(self.vocab)}, merges={len(self.merges)}{kind})"
+
+    def _words(self, text: str) -> list[str]:
+        if self.byte_level:
+            return pretokenize_bytes(text)
+        return pretokenize(text, self.lowercase)
 
     def encode_word(self, word: str) -> list[str]:
         """The tokens of one pre-tokenized word: start from characters, replay the merges.
@@ -160,14 +215,15 @@ class BPETokenizer:
 
     def tokenize(self, text: str) -> list[str]:
         """Token strings of ``text`` (words from :func:`pretokenize`, then :meth:`encode_word`)."""
-        return [t for w in pretokenize(text, self.lowercase) for t in self.encode_word(w)]
+        return [t for w in self._words(text) for t in self.encode_word(w)]
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text``."""
         return [self.vocab[t] for t in self.tokenize(text)]
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
-        """Text of a list of ids: join the tokens and turn each ``▁`` back into a space."""
+        """Text of a list of ids: join the tokens and turn each ``▁`` back into a space (byte
+        level: turn the characters back into bytes and decode them as UTF-8)."""
         tokens = []
         for i in ids:
             i = int(i)
@@ -177,7 +233,20 @@ class BPETokenizer:
             if skip_special_tokens and tok in self.special_tokens:
                 continue
             tokens.append(tok)
+        if self.byte_level:
+            return self._bytes_to_text(tokens)
         return "".join(tokens).replace(SPACE, " ").strip()
+
+    def _bytes_to_text(self, tokens: list[str]) -> str:
+        to_byte = {c: b for b, c in bytes_to_unicode().items()}
+        parts, data = [], bytearray()
+        for tok in tokens:
+            if tok in self.special_tokens:  # special tokens are text, not bytes
+                parts.append(data.decode("utf-8", errors="replace") + tok)
+                data = bytearray()
+            else:
+                data.extend(to_byte[c] for c in tok)
+        return "".join(parts) + data.decode("utf-8", errors="replace")
 
 
 def train_bpe(
@@ -189,6 +258,7 @@ def train_bpe(
     lowercase: bool = False,
     min_frequency: int = 0,
     return_history: bool = False,
+    byte_level: bool = False,
 ):
     """Learn BPE merges from ``texts`` until the vocabulary has ``vocab_size`` tokens.
 
@@ -200,6 +270,9 @@ def train_bpe(
         lowercase: lower-case the text before learning (and before encoding later).
         min_frequency: stop when the most frequent pair occurs fewer times than this.
         return_history: also return, per merge, ``(pair, count)``.
+        byte_level: GPT-2's byte-level BPE: words from :func:`pretokenize_bytes`, and all 256
+            byte characters in the starting vocabulary (``lowercase`` and ``unk_token`` are
+            then not needed: every text can be encoded).
 
     Returns:
         A :class:`BPETokenizer` (and the history list if ``return_history``).
@@ -209,10 +282,17 @@ def train_bpe(
         texts = [texts]
     if unk_token is not None and unk_token not in special_tokens:
         raise ValueError(f"unk_token {unk_token!r} must be one of special_tokens")
-    word_counts = Counter(w for t in texts for w in pretokenize(t, lowercase))
+    if byte_level:
+        if lowercase or unk_token is not None:
+            raise ValueError("byte_level BPE keeps the text as it is: no lowercase, no unk_token")
+        word_counts = Counter(w for t in texts for w in pretokenize_bytes(t))
+        alphabet = set(bytes_to_unicode().values())
+    else:
+        word_counts = Counter(w for t in texts for w in pretokenize(t, lowercase))
+        alphabet = {c for w in word_counts for c in w}
 
     vocab: dict[str, int] = {}
-    for tok in [*special_tokens, *sorted({c for w in word_counts for c in w})]:
+    for tok in [*special_tokens, *sorted(alphabet)]:
         vocab.setdefault(tok, len(vocab))
     id_to_token = {i: t for t, i in vocab.items()}
 
@@ -272,9 +352,8 @@ def train_bpe(
             if pair_counts[p] > 0:
                 heapq.heappush(heap, (-pair_counts[p], p))
 
-    tok = BPETokenizer(
-        vocab, merges, special_tokens=special_tokens, unk_token=unk_token, lowercase=lowercase
-    )
+    tok = BPETokenizer(vocab, merges, special_tokens=special_tokens, unk_token=unk_token,
+                       lowercase=lowercase, byte_level=byte_level)  # fmt: skip
     return (tok, history) if return_history else tok
 
 

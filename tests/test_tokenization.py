@@ -8,10 +8,12 @@ import pytest
 from course_lib.tokenization import (
     BPETokenizer,
     basic_tokenize,
+    bytes_to_unicode,
     count_pairs,
     load_vocab,
     merge_pair,
     pretokenize,
+    pretokenize_bytes,
     train_bpe,
     wordpiece,
     wordpiece_tokenize,
@@ -170,3 +172,66 @@ def test_wordpiece_tokenize_equals_bert_tokenizer(minilm, sentences):
     ]
     for s in sentences[::4] + extra:
         assert wordpiece_tokenize(s, vocab) == bert.tokenize(s), s
+
+
+# ----------------------------------------------------------------- byte-level BPE (GPT-2, lecture 11)
+
+
+def hf_byte_level_bpe(texts, vocab_size, specials=()):
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(specials),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer)
+    model = json.loads(tok.to_str())["model"]
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
+    return tok, model["vocab"], merges
+
+
+TRICKY = ["Héllo  world's 12 ok!\n\nx", "naïve café — 3.14 «quoted» 🙂", "  tabs\tand\r\n end "]
+
+
+def test_bytes_to_unicode_is_gpt2s_table():
+    from tokenizers import pre_tokenizers
+
+    table = bytes_to_unicode()
+    assert len(table) == 256 and len(set(table.values())) == 256
+    assert set(table.values()) == set(pre_tokenizers.ByteLevel.alphabet())
+    assert (table[ord(" ")], table[ord("\n")], table[ord("A")]) == ("Ġ", "Ċ", "A")
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_pretokenize_bytes_equals_tokenizers_byte_level(text):
+    from tokenizers import pre_tokenizers
+
+    ref = pre_tokenizers.ByteLevel(add_prefix_space=False).pre_tokenize_str(text)
+    assert pretokenize_bytes(text) == [w for w, _ in ref]
+
+
+@pytest.mark.parametrize("vocab_size", [300, 700])
+def test_byte_level_bpe_equals_tokenizers_library(sentences, vocab_size):
+    texts = sentences[:1500] + TRICKY
+    ours = train_bpe(texts, vocab_size, special_tokens=["<|endoftext|>"], byte_level=True)
+    ref_tok, ref_vocab, ref_merges = hf_byte_level_bpe(texts, vocab_size, ["<|endoftext|>"])
+    assert ours.merges == ref_merges
+    assert ours.vocab == ref_vocab and len(ours) == vocab_size
+    for text in sentences[1500:1700] + TRICKY:
+        assert ours.encode(text) == ref_tok.encode(text).ids, text
+        assert ours.decode(ours.encode(text)) == text  # exactly, spaces and accents included
+
+
+def test_byte_level_bpe_encodes_unseen_characters_and_keeps_special_tokens(sentences):
+    tok = train_bpe(sentences[:300], 400, special_tokens=["<|endoftext|>"], byte_level=True)
+    text = "Ωμέγα 🙂 ∑"  # characters never seen in training are still bytes
+    assert tok.decode(tok.encode(text)) == text
+    ids = tok.encode("a b") + [0] + tok.encode("c")
+    assert tok.decode(ids) == "a bc"
+    assert tok.decode(ids, skip_special_tokens=False) == "a b<|endoftext|>c"
+    with pytest.raises(ValueError, match="no lowercase, no unk_token"):
+        train_bpe(sentences[:10], 300, byte_level=True, lowercase=True)

@@ -6,5 +6,6 @@ from .decoding import *  # noqa: F403
 from .generation import *  # noqa: F403
 from .gpt import *  # noqa: F403
 from .modern import *  # noqa: F403
+from .ngram import *  # noqa: F403
 from .seq2seq import *  # noqa: F403
 from .transformer import *  # noqa: F403

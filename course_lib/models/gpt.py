@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -29,14 +30,18 @@ from torch import nn
 
 from .._validation import check_positive_int
 from ..causal_attention import CausalSelfAttention, KVCache, LayerKVCache
+from ..layers import FeedForward, residual
+from ..layers.feedforward import ACTIVATIONS
 
-__all__ = ["GPTConfig", "GPT", "lm_loss", "gpt_parameter_count"]
-
-_ACTIVATIONS = {
-    "relu": F.relu,
-    "gelu": F.gelu,  # the exact GELU, x * Phi(x)
-    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),  # GPT-2's tanh approximation
-}
+__all__ = [
+    "GPTConfig",
+    "GPT",
+    "lm_loss",
+    "gpt_parameter_count",
+    "TINY_GPT_CONFIG",
+    "TINY_GPT_TRAINING",
+    "load_tiny_gpt",
+]
 
 
 @dataclass
@@ -63,33 +68,20 @@ class GPTConfig:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}"
             )
-        if self.activation not in _ACTIVATIONS:
+        if self.activation not in ACTIVATIONS:
             raise ValueError(
-                f"activation must be one of {sorted(_ACTIVATIONS)}, got {self.activation!r}"
+                f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}"
             )
         d = self.dropout
         if not isinstance(d, (int, float)) or isinstance(d, bool) or not 0 <= d < 1:
             raise ValueError(f"dropout must be a probability in [0, 1), got {d!r}")
 
 
-class _FeedForward(nn.Module):
-    """``linear2(act(linear1(x)))``: d_model -> d_ff -> d_model, position by position."""
-
-    def __init__(self, d_model: int, d_ff: int, activation: str):
-        super().__init__()
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.linear2 = nn.Linear(d_ff, d_model)
-        self.activation = activation
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear2(_ACTIVATIONS[self.activation](self.linear1(x)))
-
-
 class GPTBlock(nn.Module):
-    """One pre-LN decoder block (no cross-attention)::
+    """One pre-LN decoder block (no cross-attention), with the course's ``residual`` wrapper::
 
     x = x + dropout(attn(norm1(x), cache))
-    x = x + dropout(ffn(norm2(x)))
+    x = x + dropout(ffn(norm2(x)))         ffn: d -> d_ff -> d, no dropout inside (GPT-2)
     """
 
     def __init__(self, config: GPTConfig):
@@ -98,12 +90,12 @@ class GPTBlock(nn.Module):
         self.norm1 = nn.LayerNorm(d, eps=config.layer_norm_eps)
         self.attn = CausalSelfAttention(d, config.num_heads, dropout=config.dropout)
         self.norm2 = nn.LayerNorm(d, eps=config.layer_norm_eps)
-        self.ffn = _FeedForward(d, config.d_ff or 4 * d, config.activation)
+        self.ffn = FeedForward(d, config.d_ff or 4 * d, activation=config.activation)
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor, cache: LayerKVCache | None = None) -> torch.Tensor:
-        x = x + self.dropout(self.attn(self.norm1(x), cache))
-        return x + self.dropout(self.ffn(self.norm2(x)))
+        x = residual(x, lambda h: self.attn(h, cache), self.norm1, self.dropout, norm_first=True)
+        return residual(x, self.ffn, self.norm2, self.dropout, norm_first=True)
 
 
 class GPT(nn.Module):
@@ -220,10 +212,10 @@ class GPT(nn.Module):
         for name, (got, needed) in unsupported.items():
             if got != needed:
                 raise ValueError(f"config.{name}={got} is not supported (GPT-2 uses {needed})")
-        if c.activation_function not in _ACTIVATIONS:
+        if c.activation_function not in ACTIVATIONS:
             raise ValueError(
                 f"config.activation_function={c.activation_function!r} is not supported; "
-                f"expected one of {sorted(_ACTIVATIONS)}"
+                f"expected one of {sorted(ACTIVATIONS)}"
             )
         if not (c.resid_pdrop == c.embd_pdrop == c.attn_pdrop):
             raise ValueError(
@@ -301,3 +293,43 @@ def gpt_parameter_count(
     f = 4 * d if d_ff is None else check_positive_int(d_ff, "d_ff")
     block = 4 * d * d + 4 * d + 2 * d * f + f + d + 4 * d
     return (v + p) * d + n_layers * block + 2 * d + (0 if tie_weights else v * d)
+
+
+# The lecture's tiny GPT and how tools/train_gpt.py trains the shipped checkpoint.
+TINY_GPT_CONFIG = GPTConfig(
+    vocab_size=512,  # byte-level BPE learned by course_lib.data.language_modeling.lm_tokenizer
+    max_len=128,  # context of 128 tokens (~280 characters)
+    d_model=128,
+    num_heads=4,
+    num_layers=4,
+    dropout=0.2,  # the corpus is small (~160k training tokens): regularise
+)
+TINY_GPT_TRAINING = {
+    "seed": 0,
+    "steps": 900,
+    "batch_size": 16,  # windows of max_len + 1 tokens
+    "lr": 2e-3,
+    "warmup": 100,
+    "schedule": "cosine",
+    "weight_decay": 0.1,
+    "eval_every": 150,  # validation loss (every 10th training document); the best step is kept
+}
+GPT_CHECKPOINT = Path(__file__).resolve().parents[1] / "data" / "tiny_gpt.pt"
+
+
+def load_tiny_gpt(path: str | Path | None = None) -> tuple[GPT, dict]:
+    """The tiny GPT shipped with the course (``course_lib/data/tiny_gpt.pt``, float16 weights).
+
+    Loaded with ``weights_only=True`` (plain tensors and numbers, no pickled code) into a float32
+    model in eval mode. Returns the model and the checkpoint's metadata (config, training
+    settings, validation history). Reproduce it with ``python tools/train_gpt.py``.
+    """
+    ckpt = torch.load(GPT_CHECKPOINT if path is None else path, map_location="cpu",
+                      weights_only=True)  # fmt: skip
+    model = GPT.from_config(GPTConfig(**ckpt["config"]))
+    state = {k: v.float() for k, v in ckpt["state_dict"].items()}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected or missing not in ([], ["lm_head.weight"]):
+        raise ValueError(f"checkpoint does not fit GPT: missing {missing}, unexpected {unexpected}")
+    model.eval()
+    return model, {k: v for k, v in ckpt.items() if k != "state_dict"}

@@ -28,6 +28,7 @@ from torch import nn
 
 from .._validation import check_positive_int
 from ..causal_attention import CausalSelfAttention, KVCache, LayerKVCache
+from ..layers import residual
 from ..rmsnorm import RMSNorm
 from ..rope import halves_to_interleaved, rope
 from ..swiglu import SwiGLUFeedForward
@@ -79,7 +80,11 @@ def rope_qk(
 
 
 class ModernBlock(nn.Module):
-    """One pre-norm block: ``x = x + attn(norm1(x))``, then ``x = x + ffn(norm2(x))``."""
+    """One pre-norm block (the course's ``residual`` wrapper, as lecture 11's ``GPTBlock``)::
+
+    x = x + attn(norm1(x), cache)          norm1, norm2: RMSNorm; no dropout
+    x = x + ffn(norm2(x))                  ffn: SwiGLU
+    """
 
     def __init__(self, config: ModernConfig):
         super().__init__()
@@ -91,10 +96,11 @@ class ModernBlock(nn.Module):
         )  # fmt: skip
         self.norm2 = RMSNorm(d, config.rms_eps)
         self.ffn = SwiGLUFeedForward(d, config.d_ff)
+        self.dropout = nn.Identity()  # Llama trains without dropout
 
     def forward(self, x: torch.Tensor, cache: LayerKVCache | None = None) -> torch.Tensor:
-        x = x + self.attn(self.norm1(x), cache)
-        return x + self.ffn(self.norm2(x))
+        x = residual(x, lambda h: self.attn(h, cache), self.norm1, self.dropout, norm_first=True)
+        return residual(x, self.ffn, self.norm2, self.dropout, norm_first=True)
 
 
 class ModernLM(nn.Module):

@@ -1,0 +1,84 @@
+"""Count baselines for a language model: unigram and bigram probabilities from token counts.
+
+A model that predicts the next token must beat these to have learned anything beyond word
+frequencies (unigram) and which token tends to follow which (bigram)::
+
+    unigram  P(b)     = (c(b) + 1) / (N + V)                      add-one smoothing
+    bigram   P(b | a) = (c(a, b) + beta * P(b)) / (c(a) + beta)   backs off to the unigram
+
+``beta`` (the weight of the unigram prior) decides how much an unseen pair still gets; a pair
+seen often is scored by its own frequency. Both score held-out text in nats per token.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .._validation import check_positive_int
+
+__all__ = ["CountLM", "unigram_lm", "bigram_lm"]
+
+
+class CountLM:
+    """A unigram (``order=1``) or bigram (``order=2``) model given by its log-probabilities.
+
+    ``log_probs`` is ``(vocab,)`` for a unigram and ``(vocab, vocab)`` for a bigram (row = the
+    previous token). :meth:`nll` gives the mean negative log-likelihood of a token stream.
+    """
+
+    def __init__(self, log_probs: torch.Tensor):
+        if log_probs.ndim not in (1, 2):
+            raise ValueError(f"log_probs must be (vocab,) or (vocab, vocab), got {log_probs.shape}")
+        self.log_probs = log_probs
+        self.order = log_probs.ndim
+
+    def next_token_log_probs(self, previous: int | None = None) -> torch.Tensor:
+        """``(vocab,)`` log-probabilities of the next token (given ``previous`` for a bigram)."""
+        if self.order == 1:
+            return self.log_probs
+        if previous is None:
+            raise ValueError("a bigram model needs the previous token")
+        return self.log_probs[previous]
+
+    def nll(self, ids: torch.Tensor) -> float:
+        """Mean negative log-likelihood in nats/token of ``ids[1:]`` (the first token is context)."""
+        if ids.ndim != 1 or len(ids) < 2:
+            raise ValueError(
+                f"ids must be a 1-D stream of at least 2 tokens, got {tuple(ids.shape)}"
+            )
+        targets = ids[1:]
+        if self.order == 1:
+            lp = self.log_probs[targets]
+        else:
+            lp = self.log_probs[ids[:-1], targets]
+        return -lp.double().mean().item()
+
+
+def _check_ids(ids, vocab_size) -> int:
+    vocab_size = check_positive_int(vocab_size, "vocab_size")
+    if not isinstance(ids, torch.Tensor) or ids.ndim != 1 or ids.dtype != torch.long:
+        raise TypeError("ids must be a 1-D torch.long tensor of token ids")
+    if len(ids) and (ids.min() < 0 or ids.max() >= vocab_size):
+        raise ValueError(f"ids must lie in [0, vocab_size={vocab_size})")
+    return vocab_size
+
+
+def unigram_lm(ids: torch.Tensor, vocab_size: int) -> CountLM:
+    """Token frequencies of the training stream ``ids``, add-one smoothed."""
+    v = _check_ids(ids, vocab_size)
+    counts = torch.bincount(ids, minlength=v).double()
+    return CountLM(torch.log((counts + 1) / (counts.sum() + v)))
+
+
+def bigram_lm(ids: torch.Tensor, vocab_size: int, beta: float = 1.0) -> CountLM:
+    """Pair frequencies of ``ids``, smoothed towards the unigram: ``(c(a,b) + beta P(b)) /
+    (c(a) + beta)``. ``beta > 0``; larger trusts the counts less."""
+    v = _check_ids(ids, vocab_size)
+    if not beta > 0:
+        raise ValueError(f"beta must be > 0, got {beta}")
+    unigram = unigram_lm(ids, v).log_probs.exp()
+    pairs = torch.zeros(v * v, dtype=torch.float64)
+    pairs.index_add_(0, ids[:-1] * v + ids[1:], torch.ones(len(ids) - 1, dtype=torch.float64))
+    pairs = pairs.view(v, v)  # (previous, next)
+    probs = (pairs + beta * unigram) / (pairs.sum(1, keepdim=True) + beta)
+    return CountLM(torch.log(probs))

@@ -31,8 +31,9 @@ import torch
 from torch import nn
 
 from ._validation import check_positive_int
+from .grouped_query import repeat_kv  # one repeat_kv for the course (numpy and torch)
 
-__all__ = ["KVCache", "LayerKVCache", "CausalSelfAttention", "repeat_kv", "causal_mask_from"]
+__all__ = ["KVCache", "LayerKVCache", "CausalSelfAttention", "causal_mask_from"]
 
 QKTransform = Callable[
     [torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]
@@ -103,17 +104,6 @@ class KVCache:
 
     def __repr__(self) -> str:
         return f"KVCache(layers={len(self.layers)}, positions={len(self)})"
-
-
-def repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
-    """Repeat each key/value head ``groups`` times: ``(B, n_kv, n, hs) -> (B, n_kv*groups, n, hs)``.
-
-    Head ``h`` of the queries uses key/value head ``h // groups`` (as in ``transformers``'
-    ``repeat_kv`` for Llama).
-    """
-    if groups == 1:
-        return x
-    return x.repeat_interleave(groups, dim=1)
 
 
 def causal_mask_from(start: int, n_new: int, device=None) -> torch.Tensor:

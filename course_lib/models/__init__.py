@@ -1,11 +1,12 @@
 """Models the lectures train: translation (seq2seq RNNs, a small Transformer) and decoding,
-tiny BERT, GPT and text generation."""
+tiny BERT, GPT and text generation, a Llama-style ModernLM."""
 
 from .bert import *  # noqa: F403
 from .configs import *  # noqa: F403
 from .decoding import *  # noqa: F403
 from .generation import *  # noqa: F403
 from .gpt import *  # noqa: F403
+from .modern import *  # noqa: F403
 from .ngram import *  # noqa: F403
 from .seq2seq import *  # noqa: F403
 from .transformer import *  # noqa: F403

@@ -1,0 +1,160 @@
+"""Lecture 13 checks: right answers (two ways each) pass; realistic mistakes get their hint; the
+stub fails; hidden seeds give the same verdicts."""
+
+import numpy as np
+import pytest
+import torch
+from _exercise_stub import STUB_MESSAGE
+from _exercise_stub import stub as _stub
+
+from course_lib import KVCache, ModernLM
+from course_lib.checks import ExerciseError
+from course_lib.checks.lecture13 import (
+    check_cache_values,
+    check_repeat_kv_heads,
+    check_rms_norm,
+    check_rotate_pairs,
+)
+
+# --- right answers, written independently of course_lib ------------------------------------
+
+
+def rotate_complex(x, positions, theta):
+    # Each pair as a complex number x_2i + j x_2i+1, multiplied by exp(j * m * omega_i).
+    d = x.shape[-1]
+    omega = theta ** (-np.arange(0, d, 2) / d)
+    z = (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(1j * np.outer(positions, omega))
+    return np.stack([z.real, z.imag], axis=-1).reshape(x.shape)
+
+
+def rotate_matrices(x, positions, theta):
+    # A d x d block-diagonal rotation matrix per row.
+    n, d = x.shape
+    out = np.empty_like(x)
+    for r in range(n):
+        R = np.zeros((d, d))
+        for i in range(d // 2):
+            a = positions[r] / theta ** (2 * i / d)
+            R[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = [
+                [np.cos(a), -np.sin(a)],
+                [np.sin(a), np.cos(a)],
+            ]
+        out[r] = R @ x[r]
+    return out
+
+
+def rms_plain(x, weight, eps):
+    return weight * x / np.sqrt((x**2).mean(axis=-1, keepdims=True) + eps)
+
+
+def rms_via_norm(x, weight, eps):
+    d = x.shape[-1]
+    rms = np.sqrt(np.linalg.norm(x, axis=-1, keepdims=True) ** 2 / d + eps)
+    return (x / rms) * weight
+
+
+def repeat_np(kv, num_heads):
+    return np.repeat(kv, num_heads // kv.shape[-3], axis=-3)
+
+
+def repeat_by_index(kv, num_heads):
+    group = num_heads // kv.shape[-3]
+    return np.stack([kv[..., h // group, :, :] for h in range(num_heads)], axis=-3)
+
+
+def cache_measured(num_kv_heads, seq_len, batch):
+    model = ModernLM(50, 32, 8, num_kv_heads, 3, 48)
+    cache = KVCache()
+    with torch.no_grad():
+        model(torch.zeros(batch, seq_len, dtype=torch.long), cache)
+    return cache.numel()
+
+
+def cache_formula(num_kv_heads, seq_len, batch):
+    return 2 * 3 * num_kv_heads * 4 * seq_len * batch
+
+
+# --- mistakes -------------------------------------------------------------------------------
+
+
+def rotate_halves(x, positions, theta):
+    d = x.shape[-1]
+    h = d // 2
+    omega = theta ** (-np.arange(0, d, 2) / d)
+    a = np.outer(positions, omega)
+    x1, x2 = x[..., :h], x[..., h:]
+    return np.concatenate([x1 * np.cos(a) - x2 * np.sin(a), x2 * np.cos(a) + x1 * np.sin(a)], -1)
+
+
+def rotate_clockwise(x, positions, theta):
+    return rotate_complex(x, -np.asarray(positions), theta)
+
+
+def rotate_i_over_d(x, positions, theta):
+    d = x.shape[-1]
+    omega = theta ** (-np.arange(d // 2) / d)
+    z = (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(1j * np.outer(positions, omega))
+    return np.stack([z.real, z.imag], axis=-1).reshape(x.shape)
+
+
+def rotate_from_one(x, positions, theta):
+    return rotate_complex(x, np.asarray(positions) + 1, theta)
+
+
+RIGHT = [
+    (check_rotate_pairs, rotate_complex, rotate_matrices, "13.1 passed: rotary position"),
+    (check_rms_norm, rms_plain, rms_via_norm, "13.2 passed: RMSNorm by hand"),
+    (check_repeat_kv_heads, repeat_np, repeat_by_index, "13.3 passed: repeat K/V heads"),
+    (check_cache_values, cache_measured, cache_formula, "13.4 passed: the KV cache, measured"),
+]
+
+
+@pytest.mark.parametrize(
+    "check,first,second,message", RIGHT, ids=lambda v: getattr(v, "__name__", "")
+)
+def test_right_answers_pass_for_several_seeds(check, first, second, message, capsys):
+    for seed in (0, 1, 7):
+        check(first, seed=seed)
+        check(second, seed=seed)
+    assert capsys.readouterr().out.count(message) == 6
+
+
+WRONG = [
+    (check_rotate_pairs, rotate_halves, "NEIGHBOURING coordinates (2i, 2i+1)"),
+    (check_rotate_pairs, rotate_clockwise, "turns the wrong way"),
+    (check_rotate_pairs, rotate_i_over_d, "i counting PAIRS"),
+    (check_rotate_pairs, rotate_from_one, "position 0 is not rotated"),
+    (check_rotate_pairs, lambda x, p, t: x, "returns x unchanged"),
+    (check_rotate_pairs, lambda x, p, t: x[:, :1], "shape (3, 2), got shape (3, 1)"),
+    (check_rms_norm, lambda x, w, e: rms_plain(x - x.mean(-1, keepdims=True), w, e), "LayerNorm"),
+    (check_rms_norm, lambda x, w, e: w * x / (np.sqrt((x**2).mean(-1, keepdims=True)) + e),
+     "INSIDE the square root"),
+    (check_rms_norm, lambda x, w, e: rms_plain(x, 1.0, e), "gain `weight`"),
+    (check_rms_norm, lambda x, w, e: w * x / np.sqrt((x**2).sum(-1, keepdims=True) + e), "MEAN"),
+    (check_rms_norm, lambda x, w, e: w * x / np.sqrt((x**2).mean(0, keepdims=True) + e),
+     "LAST axis"),
+    (check_repeat_kv_heads, lambda kv, h: np.concatenate([kv] * (h // kv.shape[-3]), axis=-3),
+     "NEIGHBOURS"),
+    (check_repeat_kv_heads, lambda kv, h: np.repeat(kv, h // kv.shape[-3], axis=-1),
+     "expected an array of shape (4, 1, 1)"),
+    (check_cache_values, lambda k, n, b: 4 * cache_formula(k, n, b), "that is bytes"),
+    (check_cache_values, lambda k, n, b: cache_formula(k, n, b) // 2, "keys AND values"),
+    (check_cache_values, lambda k, n, b: cache_formula(8, n, b), "BEFORE repeat_kv"),
+    (check_cache_values, lambda k, n, b: cache_formula(k, n, b) // 3, "own cache"),
+    (check_cache_values, lambda k, n, b: float(cache_formula(k, n, b)), "expected an integer"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("check,wrong,fragment", WRONG)
+def test_mistakes_get_their_hint(check, wrong, fragment):
+    for seed in (0, 3):
+        with pytest.raises(ExerciseError) as err:
+            check(wrong, seed=seed)
+        assert fragment in str(err.value)
+        assert "not right yet" in str(err.value)
+
+
+@pytest.mark.parametrize("check", [c for c, *_ in RIGHT])
+def test_stub_fails(check):
+    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
+        check(_stub)

@@ -1,0 +1,148 @@
+"""BertEncoder (the course's own layers) reproduces transformers' BertModel; MLM head; fill_mask."""
+
+import pytest
+import torch
+from transformers import BertConfig, BertModel
+
+from course_lib.models.bert_encoder import BertEncoder, BertEncoderConfig, gelu_new
+from course_lib.models.mlm_head import MlmHead
+from course_lib.pretrained import load_minilm
+
+PAIRS = [
+    ("The bank raised its interest rates.", "Customers were not pleased."),
+    ("I sat by the river bank.", "The water was cold and the fish were biting."),
+    ("Return a new list.", "It is empty."),
+]
+
+RANDOM_CONFIGS = [
+    dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+         intermediate_size=64, max_position_embeddings=40),
+    dict(vocab_size=61, hidden_size=48, num_hidden_layers=3, num_attention_heads=6,
+         intermediate_size=80, hidden_act="gelu_new", layer_norm_eps=1e-5, type_vocab_size=3),
+    dict(vocab_size=50, hidden_size=24, num_hidden_layers=1, num_attention_heads=2,
+         intermediate_size=24, hidden_act="relu", layer_norm_eps=1e-7),
+]  # fmt: skip
+
+
+def _compare(hf, ours, input_ids, token_type_ids, attention_mask):
+    with torch.no_grad():
+        ref = hf(input_ids=input_ids, token_type_ids=token_type_ids,
+                 attention_mask=attention_mask, output_hidden_states=True,
+                 output_attentions=True)  # fmt: skip
+        out = ours(input_ids, token_type_ids, attention_mask)
+    assert len(out.hidden_states) == len(ref.hidden_states) == hf.config.num_hidden_layers + 1
+    assert len(out.attentions) == len(ref.attentions) == hf.config.num_hidden_layers
+    real = attention_mask.bool()
+    dh = max(
+        (a - b)[real].abs().max().item()
+        for a, b in zip(out.hidden_states, ref.hidden_states, strict=True)
+    )
+    da = max(
+        (a - b).abs().max().item() for a, b in zip(out.attentions, ref.attentions, strict=True)
+    )
+    dp = (out.pooler_output - ref.pooler_output).abs().max().item()
+    return dh, da, dp
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return load_minilm()
+
+
+def test_from_hf_reproduces_minilm_on_padded_sentence_pairs(minilm):
+    tokenizer, model = minilm
+    ours = BertEncoder.from_hf(model)
+    enc = tokenizer([a for a, _ in PAIRS], [b for _, b in PAIRS], padding=True,
+                    return_tensors="pt")  # fmt: skip
+    assert (enc["attention_mask"] == 0).any() and (enc["token_type_ids"] == 1).any()
+    dh, da, dp = _compare(model, ours, enc["input_ids"], enc["token_type_ids"],
+                          enc["attention_mask"])  # fmt: skip
+    assert dh < 1e-5 and da < 1e-5 and dp < 1e-5, (dh, da, dp)
+    # Padded query positions get (meaningless) vectors in both; they agree less tightly.
+    with torch.no_grad():
+        ref = model(**enc).last_hidden_state
+        out = ours(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"])
+    assert torch.allclose(out.last_hidden_state, ref, atol=1e-4)
+
+
+@pytest.mark.parametrize("kwargs", RANDOM_CONFIGS)
+def test_from_hf_reproduces_random_configs(kwargs):
+    torch.manual_seed(0)
+    hf = BertModel(BertConfig(attn_implementation="eager", **kwargs)).eval()
+    ours = BertEncoder.from_hf(hf)
+    assert ours.config.hidden_act == kwargs.get("hidden_act", "gelu")
+    assert ours.config.layer_norm_eps == kwargs.get("layer_norm_eps", 1e-12)
+    assert ours.encoder.layers[0].norm1.eps == kwargs.get("layer_norm_eps", 1e-12)
+    ids = torch.randint(1, kwargs["vocab_size"], (4, 11))
+    types = torch.zeros_like(ids)
+    types[:, 6:] = 1
+    mask = torch.ones_like(ids)
+    mask[1, 8:] = 0
+    mask[2, 4:] = 0
+    mask[3, 10:] = 0
+    dh, da, dp = _compare(hf, ours, ids, types, mask)
+    assert dh < 1e-5 and da < 1e-5 and dp < 1e-5, (dh, da, dp)
+
+
+def test_attention_ignores_padding_and_rows_sum_to_one():
+    torch.manual_seed(0)
+    ours = BertEncoder(BertEncoderConfig(vocab_size=30, hidden_size=16, num_hidden_layers=2,
+                                         num_attention_heads=2, intermediate_size=32)).eval()  # fmt: skip
+    ids = torch.randint(1, 30, (2, 6))
+    mask = torch.tensor([[1] * 6, [1] * 4 + [0] * 2])
+    out = ours(ids, attention_mask=mask)
+    w = out.attentions[0]
+    assert w.shape == (2, 2, 6, 6)
+    assert torch.allclose(w.sum(-1), torch.ones(2, 2, 6))
+    assert (w[1, :, :, 4:] == 0).all()
+    # Changing a padded token changes nothing at the real positions.
+    ids2 = ids.clone()
+    ids2[1, 5] = (ids[1, 5] % 29) + 1
+    out2 = ours(ids2, attention_mask=mask)
+    assert torch.allclose(out.last_hidden_state[1, :4], out2.last_hidden_state[1, :4])
+
+
+def test_gelu_new_is_transformers_gelu_new():
+    from transformers.activations import ACT2FN
+
+    x = torch.linspace(-6, 6, 101)
+    assert torch.allclose(gelu_new(x), ACT2FN["gelu_new"](x), atol=1e-6)
+
+
+def test_bad_inputs_name_the_argument():
+    with pytest.raises(ValueError, match="num_attention_heads"):
+        BertEncoderConfig(hidden_size=30, num_attention_heads=4)
+    with pytest.raises(ValueError, match="hidden_act"):
+        BertEncoderConfig(hidden_act="swish")
+    with pytest.raises(TypeError, match="BertModel"):
+        BertEncoder.from_hf(torch.nn.Linear(2, 2))
+    ours = BertEncoder(BertEncoderConfig(vocab_size=10, hidden_size=8, num_hidden_layers=1,
+                                         num_attention_heads=2, intermediate_size=8,
+                                         max_position_embeddings=5))  # fmt: skip
+    with pytest.raises(ValueError, match="input_ids"):
+        ours(torch.ones(3, dtype=torch.long))
+    with pytest.raises(ValueError, match="max_position_embeddings"):
+        ours(torch.ones(1, 6, dtype=torch.long))
+    with pytest.raises(ValueError, match="attention_mask"):
+        ours(torch.ones(1, 4, dtype=torch.long), attention_mask=torch.ones(1, 3))
+
+
+def test_mlm_head_is_berts_head_shape_with_tied_output():
+    from transformers.models.bert.modeling_bert import BertLMPredictionHead
+
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=40, hidden_size=16)
+    ref = BertLMPredictionHead(cfg).eval()
+    head = MlmHead(16, 40, cfg.layer_norm_eps)
+    emb = torch.randn(40, 16)
+    with torch.no_grad():
+        head.dense.load_state_dict(ref.transform.dense.state_dict())
+        head.norm.load_state_dict(ref.transform.LayerNorm.state_dict())
+        ref.decoder.weight.copy_(emb)
+        head.bias.copy_(torch.randn(40))
+        ref.bias.copy_(head.bias)
+        ref.decoder.bias = ref.bias
+        h = torch.randn(3, 5, 16)
+        assert torch.allclose(head(h, emb), ref(h), atol=1e-5)
+    with pytest.raises(ValueError, match="word_embeddings"):
+        head(h, emb[:10])

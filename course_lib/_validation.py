@@ -10,6 +10,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+import torch
 
 __all__: list[str] = []  # private helpers; nothing is re-exported
 
@@ -67,3 +68,41 @@ def broadcast_shape(shapes: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
     except ValueError:
         listed = ", ".join(f"{k} {v}" for k, v in shapes.items())
         raise ValueError(f"shapes do not broadcast: {listed}") from None
+
+
+def check_dropout(p, name: str = "dropout") -> float:
+    """Return ``p`` as a float if it is a dropout probability in ``[0, 1)``, else raise."""
+    if not isinstance(p, numbers.Real) or isinstance(p, bool) or not 0.0 <= p < 1.0:
+        raise ValueError(f"{name} must be a probability in [0, 1), got {p!r}")
+    return float(p)
+
+
+def check_heads(d_model: int, num_heads: int) -> None:
+    """``d_model`` and ``num_heads`` positive integers with ``num_heads`` dividing ``d_model``."""
+    check_positive_int(d_model, "d_model")
+    check_positive_int(num_heads, "num_heads")
+    if d_model % num_heads:
+        raise ValueError(
+            f"d_model={d_model} is not divisible by num_heads={num_heads}; each head gets "
+            "d_model / num_heads features"
+        )
+
+
+def check_features(x, name: str, d_model: int):
+    """Return ``x`` if it is a torch tensor ``(batch, n, d_model)``, else raise naming it."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.ndim != 3 or x.shape[-1] != d_model:
+        raise ValueError(
+            f"{name} must have shape (batch, n, d_model={d_model}), got {tuple(x.shape)}"
+        )
+    return x
+
+
+def check_positive_number(value, name: str) -> float:
+    """Return ``value`` as a float if it is a finite real number > 0, else raise naming it."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a positive number, got {type(value).__name__} {value!r}")
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)

@@ -12,6 +12,7 @@ Helpers: contextual vectors of a word at every layer (the "bank" experiment) and
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 from pathlib import Path
@@ -32,6 +33,7 @@ __all__ = [
     "load_minilm_encoder",
     "load_minilm_mlm",
     "fill_mask",
+    "load_topic_classifier",
 ]
 
 # Fill-in-the-blank sentences for the MLM head: (sentence with one [MASK], acceptable words).
@@ -154,6 +156,32 @@ def fill_mask(text: str, top_k: int = 5) -> list[tuple[str, float]]:
     top = probs.topk(top_k)
     tokens = tokenizer.convert_ids_to_tokens(top.indices.tolist())
     return [(t, float(p)) for t, p in zip(tokens, top.values.tolist(), strict=True)]
+
+
+TOPIC_CLASSIFIER_FILE = Path(__file__).resolve().parent / "data" / "minilm_topics.pt"
+
+
+def load_topic_classifier():
+    """``(classifier, meta)``: lecture 12's fine-tuned MiniLM topic classifier.
+
+    ``classifier`` is a :class:`course_lib.models.classifier.BertClassifier` holding MiniLM's top
+    ``meta["top_layers"]`` layer(s) as fine-tuned by ``tools/fine_tune_minilm.py`` and the
+    head; call it on the hidden states *below* those layers (``hidden_states[-1 - top]`` of
+    :func:`load_minilm_encoder`'s output). ``meta`` holds the script's comparison table, its
+    learning-rate sweep, the training settings, and the frozen mean-pooled features of the
+    training split (float16). Loaded with ``weights_only=True``.
+    """
+    from .models.classifier import BertClassifier
+
+    _, encoder = load_minilm_encoder()
+    ckpt = torch.load(TOPIC_CLASSIFIER_FILE, map_location="cpu", weights_only=True)
+    top = ckpt["top_layers"]
+    n = encoder.config.num_hidden_layers
+    layers = [copy.deepcopy(encoder.encoder.layers[i]) for i in range(n - top, n)]
+    classifier = BertClassifier(layers, encoder.config.hidden_size, len(ckpt["topics"]))
+    classifier.load_state_dict({k: v.float() for k, v in ckpt["state_dict"].items()})
+    meta = {k: v for k, v in ckpt.items() if k != "state_dict"}
+    return classifier.eval(), meta
 
 
 def encode(text: str):

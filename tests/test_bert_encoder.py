@@ -4,7 +4,8 @@ import pytest
 import torch
 from transformers import BertConfig, BertModel
 
-from course_lib.models.bert_encoder import BertEncoder, BertEncoderConfig, gelu_new
+from course_lib.layers.feedforward import ACTIVATIONS
+from course_lib.models.bert_encoder import BertEncoder, BertEncoderConfig, without_heads
 from course_lib.models.mlm_head import MlmHead
 from course_lib.pretrained import load_minilm
 
@@ -73,6 +74,7 @@ def test_from_hf_reproduces_random_configs(kwargs):
     assert ours.config.hidden_act == kwargs.get("hidden_act", "gelu")
     assert ours.config.layer_norm_eps == kwargs.get("layer_norm_eps", 1e-12)
     assert ours.encoder.layers[0].norm1.eps == kwargs.get("layer_norm_eps", 1e-12)
+    assert ours.encoder.layers[0].activation == kwargs.get("hidden_act", "gelu")
     ids = torch.randint(1, kwargs["vocab_size"], (4, 11))
     types = torch.zeros_like(ids)
     types[:, 6:] = 1
@@ -102,11 +104,12 @@ def test_attention_ignores_padding_and_rows_sum_to_one():
     assert torch.allclose(out.last_hidden_state[1, :4], out2.last_hidden_state[1, :4])
 
 
-def test_gelu_new_is_transformers_gelu_new():
+def test_activations_are_transformers_activations():
     from transformers.activations import ACT2FN
 
     x = torch.linspace(-6, 6, 101)
-    assert torch.allclose(gelu_new(x), ACT2FN["gelu_new"](x), atol=1e-6)
+    for name in ("gelu", "gelu_new", "relu"):
+        assert torch.allclose(ACTIVATIONS[name](x), ACT2FN[name](x), atol=1e-6), name
 
 
 def test_bad_inputs_name_the_argument():
@@ -146,3 +149,24 @@ def test_mlm_head_is_berts_head_shape_with_tied_output():
         assert torch.allclose(head(h, emb), ref(h), atol=1e-5)
     with pytest.raises(ValueError, match="word_embeddings"):
         head(h, emb[:10])
+
+
+def test_without_heads_matches_transformers_with_that_heads_output_zeroed():
+    torch.manual_seed(0)
+    cfg = BertConfig(attn_implementation="eager", **RANDOM_CONFIGS[0])
+    hf = BertModel(cfg).eval()
+    ours = BertEncoder.from_hf(hf)
+    ablated = without_heads(ours, [(1, 2), (0, 0)])
+    d = cfg.hidden_size // cfg.num_attention_heads
+    with torch.no_grad():  # the reference: transformers, W_O's columns of those heads zeroed
+        hf.encoder.layer[1].attention.output.dense.weight[:, 2 * d : 3 * d] = 0
+        hf.encoder.layer[0].attention.output.dense.weight[:, 0:d] = 0
+    ids = torch.randint(1, 97, (2, 9))
+    mask = torch.ones_like(ids)
+    mask[1, 6:] = 0
+    dh, da, _ = _compare(hf, ablated, ids, torch.zeros_like(ids), mask)
+    assert dh < 1e-5 and da < 1e-5
+    with torch.no_grad():  # and the original is unchanged (differs from the ablated model)
+        assert not torch.allclose(ours(ids).last_hidden_state, ablated(ids).last_hidden_state)
+    with pytest.raises(ValueError, match="layer, head"):
+        without_heads(ours, [(2, 0)])

@@ -65,14 +65,6 @@ def loss_raw_score(cls, w, b, y):
     return float(-s[np.arange(len(y)), y].mean())
 
 
-SWEEP = [
-    {"lr": 1e-4, "epoch": 1, "validation": 0.70, "loss": 0.9},
-    {"lr": 1e-4, "epoch": 2, "validation": 0.76, "loss": 0.6},
-    {"lr": 3e-4, "epoch": 1, "validation": 0.74, "loss": 0.7},
-    {"lr": 3e-4, "epoch": 2, "validation": 0.73, "loss": 0.2},
-]
-
-
 @pytest.mark.parametrize("seed", [0, 1, 7])
 @pytest.mark.parametrize("fn", [pool_good, pool_good_loop])
 def test_mean_pool_right_answers_pass(fn, seed):
@@ -116,15 +108,45 @@ def test_head_loss_mistakes_get_their_hint(fn, hint):
     assert hint in str(err.value)
 
 
-def test_best_setting():
-    check_best_setting((1e-4, 2), SWEEP)
-    check_best_setting([0.0001, np.int64(2)], SWEEP)
-    for answer, hint in [
-        ((3e-4, 2), "lowest training loss"),
-        ((3e-4, 1), "largest 'validation'"),
-        ((1e-3, 1), "not a row"),
-        ("1e-4", "pair"),
-    ]:
-        with pytest.raises(ExerciseError) as err:
-            check_best_setting(answer, SWEEP)
-        assert hint in str(err.value), (answer, str(err.value))
+def best_good(sweep):
+    row = max(sweep, key=lambda r: r["validation"])
+    return row["lr"], row["epoch"]
+
+
+def best_good_sorted(sweep):
+    row = sorted(sweep, key=lambda r: -r["validation"])[0]
+    return [row["lr"], np.int64(row["epoch"])]
+
+
+def best_by_loss(sweep):
+    row = min(sweep, key=lambda r: r["loss"])
+    return row["lr"], row["epoch"]
+
+
+def best_value_only(sweep):
+    return max(r["validation"] for r in sweep)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 5])
+@pytest.mark.parametrize("fn", [best_good, best_good_sorted])
+def test_best_setting_right_answers_pass(fn, seed):
+    check_best_setting(fn, seed=seed)
+
+
+def test_best_setting_on_the_shipped_sweep():
+    from course_lib.checks.lecture12 import shipped_sweep
+
+    rows = shipped_sweep()
+    assert {"lr", "epoch", "validation", "loss"} <= set(rows[0])
+    check_best_setting(best_good)
+
+
+@pytest.mark.parametrize(
+    "fn, hint",
+    [(best_by_loss, "lowest training loss"), (best_value_only, "pair"),
+     (lambda s: (9.0, 1), "not a row"), (stub, "NotImplementedError")],
+)  # fmt: skip
+def test_best_setting_mistakes_get_their_hint(fn, hint):
+    with pytest.raises(ExerciseError) as err:
+        check_best_setting(fn, seed=1)
+    assert hint in str(err.value)

@@ -93,40 +93,62 @@ def check_head_loss(student_fn, *, seed: int = 0) -> None:
     passed(ex, "the classification head's cross-entropy")
 
 
-def check_best_setting(answer, sweep: list[dict], *, seed: int = 0) -> None:
-    """Exercise 12.3: the ``(lr, epoch)`` of the sweep with the best validation accuracy."""
+def shipped_sweep() -> list[dict]:
+    """The learning-rate sweep stored in lecture 12's checkpoint (lr, epoch, validation, loss)."""
+    import torch
+
+    from ..pretrained import TOPIC_CLASSIFIER_FILE
+
+    ckpt = torch.load(TOPIC_CLASSIFIER_FILE, map_location="cpu", weights_only=True)
+    return [dict(r) for r in ckpt["sweep"]]
+
+
+def _random_sweep(rng: np.random.Generator) -> list[dict]:
+    rows = []
+    for lr in (1e-5, 3e-5, 1e-4, 3e-4):
+        for epoch in (1, 2, 3):
+            rows.append({"lr": lr, "epoch": epoch, "validation": float(rng.uniform(0.5, 0.8)),
+                         "loss": float(rng.uniform(0.1, 1.5))})  # fmt: skip
+    return rows
+
+
+def check_best_setting(student_fn, *, seed: int = 0) -> None:
+    """Exercise 12.3: ``best_setting(sweep) -> (lr, epoch)`` of the best validation accuracy.
+
+    Seed 0 uses the sweep shipped with the course; other seeds a random sweep.
+    """
     ex = "12.3"
-    del seed  # the sweep is data, nothing random here
+    sweep = shipped_sweep() if seed == 0 else _random_sweep(np.random.default_rng(seed))
+    answer = call_student(ex, student_fn, [dict(r) for r in sweep])
     if not (isinstance(answer, (tuple, list)) and len(answer) == 2):
         raise ExerciseError(
             ex, f"expected a pair (lr, epoch), got {answer!r}.",
-            "return a tuple like (0.001, 2).",
+            "return a tuple like (0.001, 2): the row's 'lr' and 'epoch'.",
         )  # fmt: skip
-    best = max(sweep, key=lambda r: r["validation"])
-    ties = [r for r in sweep if r["validation"] == best["validation"]]
-    lr, epoch = answer
     try:
-        lr, epoch = float(lr), int(epoch)
+        lr, epoch = float(answer[0]), int(answer[1])
     except (TypeError, ValueError):
         raise ExerciseError(
             ex, f"lr must be a number and epoch an integer, got {answer!r}."
         ) from None
-    if any(np.isclose(lr, r["lr"]) and epoch == r["epoch"] for r in ties):
-        passed(ex, f"best validation accuracy {best['validation']:.3f}")
-        return
-    test_like = [r for r in sweep if np.isclose(lr, r["lr"]) and epoch == r["epoch"]]
-    if not test_like:
+    best = max(r["validation"] for r in sweep)
+    chosen = [r for r in sweep if np.isclose(lr, r["lr"]) and epoch == r["epoch"]]
+    if not chosen:
         raise ExerciseError(
             ex, f"({lr}, {epoch}) is not a row of the sweep.",
-            "pick one of the rows of meta['sweep']: its 'lr' and its 'epoch'.",
+            "return the 'lr' and the 'epoch' of one row of the sweep.",
         )  # fmt: skip
-    last = max(r["epoch"] for r in sweep)
-    hint = "pick the row with the largest 'validation' value (not the lowest training loss)."
-    if epoch == last and test_like[0]["loss"] == min(r["loss"] for r in sweep):
+    if chosen[0]["validation"] == best:
+        passed(ex, f"best validation accuracy {best:.3f}")
+        return
+    hint = "pick the row with the largest 'validation' value."
+    if chosen[0]["loss"] == min(r["loss"] for r in sweep):
         hint = "the lowest training loss is not the best model: choose by validation accuracy."
+    elif epoch == max(r["epoch"] for r in sweep):
+        hint = "the last epoch is not always the best: choose by validation accuracy."
     raise ExerciseError(
         ex,
-        f"validation accuracy of ({lr}, {epoch}) is {test_like[0]['validation']:.3f}; "
-        f"another setting reaches {best['validation']:.3f}.",
+        f"validation accuracy of ({lr}, {epoch}) is {chosen[0]['validation']:.3f}; "
+        f"another row reaches {best:.3f}.",
         hint,
     )

@@ -1,6 +1,10 @@
-"""Models the lectures train: translation (seq2seq RNNs, a small Transformer) and decoding."""
+"""Models the lectures train: translation (seq2seq RNNs, a small Transformer), decoding, BERT
+(tiny BERT, the BertEncoder that runs real weights, its MLM head, fine-tuning heads)."""
 
 from .bert import *  # noqa: F403
+from .bert_encoder import *  # noqa: F403
+from .classifier import *  # noqa: F403
 from .decoding import *  # noqa: F403
+from .mlm_head import *  # noqa: F403
 from .seq2seq import *  # noqa: F403
 from .transformer import *  # noqa: F403

@@ -21,25 +21,25 @@ sentence pairs, on MiniLM's real weights and on random configurations).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .._validation import check_positive_int
 from ..layers import Encoder
+from ..layers.feedforward import ACTIVATIONS as FFN_ACTIVATIONS
 
-__all__ = ["BertEncoderConfig", "BertEncoder", "BertEncoderOutput", "gelu_new"]
+__all__ = [
+    "BertEncoderConfig",
+    "BertEncoder",
+    "BertEncoderOutput",
+    "hf_state_dict_to_ours",
+    "without_heads",
+]
 
 
-def gelu_new(x: torch.Tensor) -> torch.Tensor:
-    """GELU's tanh approximation (GPT-2's and ``transformers``' "gelu_new")."""
-    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
-
-
-ACTIVATIONS = {"gelu": F.gelu, "relu": F.relu, "gelu_new": gelu_new}
+ACTIVATIONS = tuple(FFN_ACTIVATIONS)  # "relu", "gelu" (exact, erf), "gelu_new" (tanh)
 
 
 @dataclass
@@ -88,19 +88,6 @@ class BertEncoderOutput:
     pooler_output: torch.Tensor | None = None
 
 
-def _use_activation(encoder: Encoder, act: str) -> None:
-    # The course's feed-forward block applies ReLU; BERT uses GELU. Swap the function in place.
-    for layer in encoder.layers:
-        layer.ffn.forward = _ffn_forward(layer.ffn, ACTIVATIONS[act])
-
-
-def _ffn_forward(ffn: nn.Module, act):
-    def forward(x: torch.Tensor) -> torch.Tensor:
-        return ffn.linear2(ffn.dropout(act(ffn.linear1(x))))
-
-    return forward
-
-
 class BertEncoder(nn.Module):
     """``forward(input_ids, token_type_ids=None, attention_mask=None) -> BertEncoderOutput``.
 
@@ -124,9 +111,8 @@ class BertEncoder(nn.Module):
         self.dropout = nn.Dropout(c.hidden_dropout_prob)
         self.encoder = Encoder(
             c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.intermediate_size,
-            c.hidden_dropout_prob, layer_norm_eps=c.layer_norm_eps,
+            c.hidden_dropout_prob, layer_norm_eps=c.layer_norm_eps, activation=c.hidden_act,
         )  # fmt: skip
-        _use_activation(self.encoder, c.hidden_act)
         self.pooler = nn.Linear(c.hidden_size, c.hidden_size) if add_pooler else None
 
     def embed(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None):
@@ -216,6 +202,31 @@ class BertEncoder(nn.Module):
         new = cls(config, add_pooler=getattr(model, "pooler", None) is not None)
         new.load_state_dict(hf_state_dict_to_ours(model.state_dict(), config.num_hidden_layers))
         return new.to(model.embeddings.word_embeddings.weight.dtype).eval()
+
+
+def without_heads(encoder: BertEncoder, heads) -> BertEncoder:
+    """A copy of ``encoder`` with the given heads removed (ablated): ``heads`` is a list of
+    ``(layer, head)`` pairs, both counted from 0.
+
+    A layer's attention output is ``W_O [head_0; ...; head_h]``; removing head ``h`` zeroes its
+    columns of ``W_O``, so that head adds nothing (its attention weights are still computed and
+    reported). The original encoder is left unchanged.
+    """
+    import copy
+
+    cfg = encoder.config
+    d_head = cfg.hidden_size // cfg.num_attention_heads
+    new = copy.deepcopy(encoder)
+    for layer, head in heads:
+        if not (0 <= layer < cfg.num_hidden_layers and 0 <= head < cfg.num_attention_heads):
+            raise ValueError(
+                f"(layer, head) must be within ({cfg.num_hidden_layers}, "
+                f"{cfg.num_attention_heads}) counted from 0, got ({layer}, {head})"
+            )
+        w_o = new.encoder.layers[layer].self_attn.w_o.weight  # (H, H): columns = heads' outputs
+        with torch.no_grad():
+            w_o[:, head * d_head : (head + 1) * d_head] = 0.0
+    return new
 
 
 def hf_state_dict_to_ours(state: dict, num_layers: int) -> dict:

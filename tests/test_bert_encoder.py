@@ -170,3 +170,39 @@ def test_without_heads_matches_transformers_with_that_heads_output_zeroed():
         assert not torch.allclose(ours(ids).last_hidden_state, ablated(ids).last_hidden_state)
     with pytest.raises(ValueError, match="layer, head"):
         without_heads(ours, [(2, 0)])
+
+
+def test_fill_mask_equals_transformers_with_the_shipped_head(minilm):
+    from course_lib.pretrained import MLM_HEAD_FILE, fill_mask, load_minilm_mlm
+
+    tokenizer, model = minilm
+    text = "If the file does not [MASK], an exception is raised."
+    got = fill_mask(text, top_k=5)
+    assert len(got) == 5 and all(isinstance(w, str) for w, _ in got)
+    probs = [p for _, p in got]
+    assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1 + 1e-6
+    # Reference: transformers' BertModel with the shipped layer loaded, then the head by hand.
+    import copy
+
+    ckpt = torch.load(MLM_HEAD_FILE, map_location="cpu", weights_only=True)
+    hf = copy.deepcopy(model)
+    hf.load_state_dict({k: v.float() for k, v in ckpt["layers"].items()}, strict=False)
+    _, _, head, meta = load_minilm_mlm()
+    assert meta["history"][-1]["step"] == meta["training"]["steps"]
+    enc = tokenizer(text, return_tensors="pt")
+    where = int((enc["input_ids"][0] == tokenizer.mask_token_id).nonzero()[0, 0])
+    with torch.no_grad():
+        h = hf(**enc).last_hidden_state[0, where]
+        dense = {k: v.float() for k, v in ckpt["head"].items()}
+        x = torch.nn.functional.gelu(h @ dense["dense.weight"].T + dense["dense.bias"])
+        x = torch.nn.functional.layer_norm(
+            x, (384,), dense["norm.weight"], dense["norm.bias"], 1e-12
+        )
+        p = torch.softmax(x @ model.embeddings.word_embeddings.weight.T + dense["bias"], -1)
+    top = p.topk(5)
+    assert [w for w, _ in got] == tokenizer.convert_ids_to_tokens(top.indices.tolist())
+    assert torch.allclose(torch.tensor(probs), top.values, atol=1e-5)
+    with pytest.raises(ValueError, match="exactly one"):
+        fill_mask("no mask here")
+    with pytest.raises(TypeError, match="text"):
+        fill_mask(3)

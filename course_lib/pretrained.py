@@ -4,18 +4,23 @@ The package ships the weights, config and WordPiece vocabulary of sentence-trans
 all-MiniLM-L6-v2 (a BERT encoder: 6 layers, 12 heads, hidden size 384, 30,522 lower-cased
 WordPiece tokens). We load it with ``transformers`` from the package's own folder with the hub
 switched off, and the *eager* attention implementation (the default SDPA kernel does not
-return attention weights). It has no masked-LM head: fill-in-the-blank demos use the tiny BERT.
+return attention weights). It has no masked-LM head: the course trains one
+(``tools/train_mlm_head.py``, shipped as ``data/minilm_mlm_head.pt``) for :func:`fill_mask`.
 
 Helpers: contextual vectors of a word at every layer (the "bank" experiment) and attention maps.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
+from pathlib import Path
 
 import numpy as np
 import torch
+
+from ._validation import check_positive_int
 
 __all__ = [
     "load_minilm",
@@ -24,7 +29,44 @@ __all__ = [
     "word_vectors",
     "cosine_by_layer",
     "attention_maps",
+    "FILL_MASK_PROBES",
+    "load_minilm_encoder",
+    "load_minilm_mlm",
+    "fill_mask",
+    "load_topic_classifier",
 ]
+
+# Fill-in-the-blank sentences for the MLM head: (sentence with one [MASK], acceptable words).
+# The technical ones are written for the course (none occurs in the training text); the last
+# four are everyday English, far from the Python documentation the head was trained on.
+FILL_MASK_PROBES: list[tuple[str, tuple[str, ...]]] = [
+    ("Return a new [MASK] containing the items.",
+     ("list", "dict", "dictionary", "set", "tuple", "array", "sequence", "iterator", "object",
+      "string", "mapping", "collection", "copy", "instance")),
+    ("If the file does not [MASK], an exception is raised.", ("exist", "exists")),
+    ("Raise an [MASK] if the key is not found.", ("exception", "error")),
+    ("Return the number of [MASK] in the list.",
+     ("items", "elements", "entries", "values", "objects", "occurrences")),
+    ("Read the whole [MASK] and return its contents as a string.",
+     ("file", "stream", "input", "buffer", "data", "body", "message", "text", "response")),
+    ("Convert all characters of the string to [MASK] case.", ("lower", "upper", "title")),
+    ("Block until the [MASK] has finished.",
+     ("thread", "process", "task", "child", "job", "operation", "command", "future", "call",
+      "work", "subprocess", "queue", "request")),
+    ("The connection is [MASK] when the server stops.",
+     ("closed", "lost", "dropped", "terminated", "broken", "reset", "shut", "aborted")),
+    ("Sort the [MASK] in place.", ("list", "items", "elements", "array", "sequence", "values",
+                                   "entries", "data", "keys")),
+    ("The second argument is the [MASK] of the new directory.",
+     ("name", "path", "mode", "location", "permissions", "owner")),
+    ("A huge trout just [MASK] my line.", ("took", "bit", "hit", "snapped", "grabbed", "broke",
+                                            "caught", "pulled", "struck", "snagged", "hooked")),
+    ("The cat sat on the [MASK].", ("mat", "floor", "chair", "couch", "bed", "table", "sofa",
+                                     "ground", "roof", "fence", "windowsill", "porch", "rug")),
+    ("I drank a cup of [MASK] this morning.", ("coffee", "tea", "milk", "water", "cocoa")),
+    ("The capital of France is [MASK].", ("paris",)),
+]  # fmt: skip
+N_TECHNICAL_PROBES = 10
 
 
 def minilm_path():
@@ -54,6 +96,92 @@ def load_minilm():
     model = BertModel.from_pretrained(str(path), attn_implementation="eager")
     model.eval()
     return tokenizer, model
+
+
+@functools.lru_cache(maxsize=1)
+def load_minilm_encoder():
+    """``(tokenizer, encoder)``: MiniLM's weights copied into the course's own
+    :class:`course_lib.models.bert_encoder.BertEncoder` (eval mode)."""
+    from .models.bert_encoder import BertEncoder
+
+    tokenizer, model = load_minilm()
+    return tokenizer, BertEncoder.from_hf(model)
+
+
+MLM_HEAD_FILE = Path(__file__).resolve().parent / "data" / "minilm_mlm_head.pt"
+
+
+@functools.lru_cache(maxsize=1)
+def load_minilm_mlm():
+    """``(tokenizer, encoder, head, meta)``: MiniLM in the course's :class:`BertEncoder`, with
+    the layers ``tools/train_mlm_head.py`` changed and its masked-LM head (float16 on disk,
+    float32 here; ``weights_only=True``). ``meta`` holds the training settings and history."""
+    from .models.bert_encoder import BertEncoder, hf_state_dict_to_ours
+    from .models.mlm_head import MlmHead
+
+    tokenizer, model = load_minilm()
+    ckpt = torch.load(MLM_HEAD_FILE, map_location="cpu", weights_only=True)
+    encoder = BertEncoder.from_hf(model)
+    n_layers = encoder.config.num_hidden_layers
+    changed = hf_state_dict_to_ours({k: v.float() for k, v in ckpt["layers"].items()}, n_layers)
+    encoder.load_state_dict(changed, strict=False)
+    head = MlmHead(encoder.config.hidden_size, encoder.config.vocab_size,
+                   encoder.config.layer_norm_eps)  # fmt: skip
+    head.load_state_dict({k: v.float() for k, v in ckpt["head"].items()})
+    meta = {k: v for k, v in ckpt.items() if k not in ("layers", "head")}
+    return tokenizer, encoder.eval(), head.eval(), meta
+
+
+def fill_mask(text: str, top_k: int = 5) -> list[tuple[str, float]]:
+    """The ``top_k`` most probable WordPiece tokens for the one ``[MASK]`` in ``text``.
+
+    Returns ``[(token, probability), ...]``, most probable first, from MiniLM (in the course's
+    encoder) and the masked-LM head trained by ``tools/train_mlm_head.py``. Tokens starting
+    with ``##`` continue a word.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if text.count("[MASK]") != 1:
+        raise ValueError(
+            f"text must contain exactly one [MASK], got {text.count('[MASK]')}: {text!r}"
+        )
+    top_k = check_positive_int(top_k, "top_k")
+    tokenizer, encoder, head, _ = load_minilm_mlm()
+    enc = tokenizer(text, return_tensors="pt")
+    ids = enc["input_ids"]
+    where = int((ids[0] == tokenizer.mask_token_id).nonzero()[0, 0])
+    with torch.no_grad():
+        hidden = encoder(ids, enc["token_type_ids"], enc["attention_mask"]).last_hidden_state
+        probs = torch.softmax(head(hidden[0, where], encoder.word_embeddings.weight), dim=-1)
+    top = probs.topk(top_k)
+    tokens = tokenizer.convert_ids_to_tokens(top.indices.tolist())
+    return [(t, float(p)) for t, p in zip(tokens, top.values.tolist(), strict=True)]
+
+
+TOPIC_CLASSIFIER_FILE = Path(__file__).resolve().parent / "data" / "minilm_topics.pt"
+
+
+def load_topic_classifier():
+    """``(classifier, meta)``: lecture 12's fine-tuned MiniLM topic classifier.
+
+    ``classifier`` is a :class:`course_lib.models.classifier.BertClassifier` holding MiniLM's top
+    ``meta["top_layers"]`` layer(s) as fine-tuned by ``tools/fine_tune_minilm.py`` and the
+    head; call it on the hidden states *below* those layers (``hidden_states[-1 - top]`` of
+    :func:`load_minilm_encoder`'s output). ``meta`` holds the script's comparison table, its
+    learning-rate sweep, the training settings, and the frozen mean-pooled features of the
+    training split (float16). Loaded with ``weights_only=True``.
+    """
+    from .models.classifier import BertClassifier
+
+    _, encoder = load_minilm_encoder()
+    ckpt = torch.load(TOPIC_CLASSIFIER_FILE, map_location="cpu", weights_only=True)
+    top = ckpt["top_layers"]
+    n = encoder.config.num_hidden_layers
+    layers = [copy.deepcopy(encoder.encoder.layers[i]) for i in range(n - top, n)]
+    classifier = BertClassifier(layers, encoder.config.hidden_size, len(ckpt["topics"]))
+    classifier.load_state_dict({k: v.float() for k, v in ckpt["state_dict"].items()})
+    meta = {k: v for k, v in ckpt.items() if k != "state_dict"}
+    return classifier.eval(), meta
 
 
 def encode(text: str):

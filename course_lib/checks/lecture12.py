@@ -1,0 +1,154 @@
+"""Checks for the exercises of lecture 12 (fine-tuning: pooling, the head's loss, a sweep)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import ExerciseError, call_student, check_array, passed
+
+__all__ = ["check_mean_pool", "check_head_loss", "check_best_setting"]
+
+
+def _padded_batch(rng: np.random.Generator):
+    batch, n, h = 4, 7, 5
+    hidden = rng.normal(size=(batch, n, h))
+    lengths = np.array([7, 4, 1, 5])
+    mask = (np.arange(n)[None, :] < lengths[:, None]).astype(np.int64)
+    hidden[mask == 0] += 50.0  # padded vectors are garbage: they must not count
+    return hidden, mask
+
+
+def check_mean_pool(student_fn, *, seed: int = 0) -> None:
+    """Exercise 12.1: ``mean_pool(hidden (b, n, H), mask (b, n)) -> (b, H)`` over real tokens."""
+    ex = "12.1"
+    hidden, mask = _padded_batch(np.random.default_rng(seed))
+    got = call_student(ex, student_fn, hidden.copy(), mask.copy())
+    m = mask[..., None].astype(float)
+    expected = (hidden * m).sum(1) / m.sum(1)
+    got_arr = np.asarray(got, dtype=float) if not isinstance(got, (str, bytes)) else None
+    if got_arr is not None and got_arr.shape == expected.shape:
+        if np.allclose(got_arr, hidden.mean(1)):
+            raise ExerciseError(
+                ex, "you averaged over every position, padding included.",
+                "multiply by the mask before summing: (hidden * mask[..., None]).sum(1).",
+            )  # fmt: skip
+        if np.allclose(got_arr, (hidden * m).sum(1) / hidden.shape[1]):
+            raise ExerciseError(
+                ex, "the padding is left out of the sum but not out of the count.",
+                "divide by the number of real tokens, mask.sum(1)[:, None], not by n.",
+            )  # fmt: skip
+        if np.allclose(got_arr, hidden[:, 0]):
+            raise ExerciseError(
+                ex, "you returned the [CLS] vector (position 0), not the mean.",
+                "average the vectors of all real tokens.",
+            )  # fmt: skip
+    check_array(ex, got, expected, what="mean-pooled vectors (batch, H)", rtol=1e-5, atol=1e-8)
+    passed(ex, "mean pooling leaves the padding out")
+
+
+def check_head_loss(student_fn, *, seed: int = 0) -> None:
+    """Exercise 12.2: ``head_loss(cls (b, H), weight (C, H), bias (C,), labels (b,)) -> float``."""
+    ex = "12.2"
+    rng = np.random.default_rng(seed)
+    b, h, c = 6, 8, 5
+    cls = rng.normal(size=(b, h))
+    weight, bias = rng.normal(size=(c, h)), rng.normal(size=c)
+    labels = rng.integers(0, c, size=b)
+    labels[0] = (labels[1] + 1) % c  # at least two classes
+
+    def ce(scores):
+        z = scores - scores.max(1, keepdims=True)
+        logp = z - np.log(np.exp(z).sum(1, keepdims=True))
+        return -logp[np.arange(b), labels]
+
+    scores = cls @ weight.T + bias
+    expected = float(ce(scores).mean())
+    got = call_student(ex, student_fn, cls.copy(), weight.copy(), bias.copy(), labels.copy())
+    try:
+        value = float(np.asarray(got, dtype=float))
+    except (TypeError, ValueError):
+        raise ExerciseError(
+            ex, f"expected one number (the mean loss), got {type(got).__name__}.",
+            "return a float: the mean over the batch of -log p(true class).",
+        ) from None  # fmt: skip
+    wrong = {
+        float(ce(scores).sum()): "you summed the losses; BERT's loss is the *mean* over the batch.",
+        float(ce(cls @ weight.T).mean()): "the bias is missing: scores = cls @ weight.T + bias.",
+        float(ce(np.exp(scores) / np.exp(scores).sum(1, keepdims=True)).mean()): (
+            "softmax was applied twice: cross-entropy takes the raw scores (logits)."
+        ),
+        float(-(scores[np.arange(b), labels]).mean()): (
+            "that is minus the raw score of the true class; take log-softmax first."
+        ),
+    }
+    for w, hint in wrong.items():
+        if np.isclose(value, w, rtol=1e-6) and not np.isclose(w, expected, rtol=1e-6):
+            raise ExerciseError(ex, f"expected {expected:.6f}, got {value:.6f}.", hint)
+    if not np.isclose(value, expected, rtol=1e-6, atol=1e-9):
+        raise ExerciseError(
+            ex, f"expected {expected:.6f}, got {value:.6f}.",
+            "scores = cls @ weight.T + bias; loss = mean over rows of "
+            "logsumexp(scores) - scores[true class].",
+        )  # fmt: skip
+    passed(ex, "the classification head's cross-entropy")
+
+
+def shipped_sweep() -> list[dict]:
+    """The learning-rate sweep stored in lecture 12's checkpoint (lr, epoch, validation, loss)."""
+    import torch
+
+    from ..pretrained import TOPIC_CLASSIFIER_FILE
+
+    ckpt = torch.load(TOPIC_CLASSIFIER_FILE, map_location="cpu", weights_only=True)
+    return [dict(r) for r in ckpt["sweep"]]
+
+
+def _random_sweep(rng: np.random.Generator) -> list[dict]:
+    rows = []
+    for lr in (1e-5, 3e-5, 1e-4, 3e-4):
+        for epoch in (1, 2, 3):
+            rows.append({"lr": lr, "epoch": epoch, "validation": float(rng.uniform(0.5, 0.8)),
+                         "loss": float(rng.uniform(0.1, 1.5))})  # fmt: skip
+    return rows
+
+
+def check_best_setting(student_fn, *, seed: int = 0) -> None:
+    """Exercise 12.3: ``best_setting(sweep) -> (lr, epoch)`` of the best validation accuracy.
+
+    Seed 0 uses the sweep shipped with the course; other seeds a random sweep.
+    """
+    ex = "12.3"
+    sweep = shipped_sweep() if seed == 0 else _random_sweep(np.random.default_rng(seed))
+    answer = call_student(ex, student_fn, [dict(r) for r in sweep])
+    if not (isinstance(answer, (tuple, list)) and len(answer) == 2):
+        raise ExerciseError(
+            ex, f"expected a pair (lr, epoch), got {answer!r}.",
+            "return a tuple like (0.001, 2): the row's 'lr' and 'epoch'.",
+        )  # fmt: skip
+    try:
+        lr, epoch = float(answer[0]), int(answer[1])
+    except (TypeError, ValueError):
+        raise ExerciseError(
+            ex, f"lr must be a number and epoch an integer, got {answer!r}."
+        ) from None
+    best = max(r["validation"] for r in sweep)
+    chosen = [r for r in sweep if np.isclose(lr, r["lr"]) and epoch == r["epoch"]]
+    if not chosen:
+        raise ExerciseError(
+            ex, f"({lr}, {epoch}) is not a row of the sweep.",
+            "return the 'lr' and the 'epoch' of one row of the sweep.",
+        )  # fmt: skip
+    if chosen[0]["validation"] == best:
+        passed(ex, f"best validation accuracy {best:.3f}")
+        return
+    hint = "pick the row with the largest 'validation' value."
+    if chosen[0]["loss"] == min(r["loss"] for r in sweep):
+        hint = "the lowest training loss is not the best model: choose by validation accuracy."
+    elif epoch == max(r["epoch"] for r in sweep):
+        hint = "the last epoch is not always the best: choose by validation accuracy."
+    raise ExerciseError(
+        ex,
+        f"validation accuracy of ({lr}, {epoch}) is {chosen[0]['validation']:.3f}; "
+        f"another row reaches {best:.3f}.",
+        hint,
+    )

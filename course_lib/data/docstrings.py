@@ -1,0 +1,93 @@
+"""Lecture 12's data: sentences of Python's standard-library docstrings, labelled by topic.
+
+Real English written by people, shipped with every Python (PSF licence), frozen into
+``docstring_topics.tsv`` by ``tools/make_docstring_corpus.py``. Each sentence is labelled by the
+topic of the module whose docstring it comes from -- six topics::
+
+    files        os, shutil, pathlib, tempfile, zipfile, io, ...
+    network      socket, ssl, http, urllib, smtplib, ipaddress, ...
+    concurrency  threading, multiprocessing, asyncio, subprocess, queue, ...
+    formats      json, csv, pickle, sqlite3, xml, email, configparser, ...
+    numbers      math, decimal, fractions, statistics, random, ...
+    debugging    unittest, doctest, pdb, inspect, logging, traceback, ...
+
+A sentence often does not name its module ("Wait until the child terminates." is concurrency),
+so the label has to be read from what the sentence is about. Whole docstrings go to one split
+(train / validation / test, by a hash of the docstring's name), so no test sentence comes from a
+docstring seen in training. Sizes: 2,392 / 353 / 872 sentences.
+
+Also :func:`sentence_pairs`, BERT's ``[CLS] A [SEP] B [SEP]`` task "does B follow A?", built
+from consecutive sentences of the same docstring (positive) or a sentence of another docstring
+of the same split (negative).
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["TOPICS", "SPLITS", "load_topic_sentences", "topic_documents", "sentence_pairs"]
+
+DATA_FILE = Path(__file__).resolve().with_name("docstring_topics.tsv")
+TOPICS = ("files", "network", "concurrency", "formats", "numbers", "debugging")
+SPLITS = ("train", "validation", "test")
+
+
+@functools.lru_cache(maxsize=1)
+def _rows() -> tuple[tuple[str, str, str, str], ...]:
+    rows = []
+    for line in DATA_FILE.read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            split, topic, doc, sentence = line.split("\t")
+            rows.append((split, topic, doc, sentence))
+    return tuple(rows)
+
+
+def _check_split(split: str) -> str:
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    return split
+
+
+def load_topic_sentences(split: str) -> tuple[list[str], np.ndarray]:
+    """``(sentences, labels)`` of one split; ``labels[i]`` indexes :data:`TOPICS`."""
+    _check_split(split)
+    rows = [r for r in _rows() if r[0] == split]
+    return [r[3] for r in rows], np.array([TOPICS.index(r[1]) for r in rows], dtype=np.int64)
+
+
+def topic_documents(split: str) -> dict[str, list[str]]:
+    """The docstrings of one split: ``{name: [sentences in order]}``."""
+    _check_split(split)
+    docs: dict[str, list[str]] = {}
+    for r in _rows():
+        if r[0] == split:
+            docs.setdefault(r[2], []).append(r[3])
+    return docs
+
+
+def sentence_pairs(split: str, seed: int = 0) -> tuple[list[tuple[str, str]], np.ndarray]:
+    """``(pairs, labels)``: label 1 if B is the sentence after A in its docstring, else 0.
+
+    One pair per consecutive sentence pair of the split's docstrings; with probability 1/2 B is
+    replaced by a random sentence of *another* docstring of the same split (label 0).
+    """
+    rng = np.random.default_rng(seed)
+    docs = topic_documents(split)
+    names = sorted(docs)
+    pairs, labels = [], []
+    for name in names:
+        sents = docs[name]
+        for a, b in zip(sents, sents[1:], strict=False):
+            if rng.random() < 0.5:
+                pairs.append((a, b))
+                labels.append(1)
+            else:
+                other = names[rng.integers(len(names))]
+                while other == name:
+                    other = names[rng.integers(len(names))]
+                pairs.append((a, docs[other][rng.integers(len(docs[other]))]))
+                labels.append(0)
+    return pairs, np.array(labels, dtype=np.int64)

@@ -1,0 +1,135 @@
+"""Fine-tuning BERT for a task: pooling, a classification head, and honest accuracy figures.
+
+Sentence classification, as in BERT's paper: the encoder reads ``[CLS] sentence [SEP]`` and a
+small head maps the ``[CLS]`` vector to one score per class::
+
+    hidden (batch, n, H) -> pooler: tanh(dense(hidden[:, 0])) -> dropout -> linear -> (batch, C)
+
+Fine-tuning trains the head *and* (some of) the encoder's layers on the task's labels.
+:class:`BertClassifier` runs only the top ``len(layers)`` layers on hidden states given to it,
+so the frozen bottom of the encoder is computed once (``tools/fine_tune_minilm.py``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from .._validation import check_positive_int
+
+__all__ = [
+    "mean_pool",
+    "BertClassifier",
+    "accuracy_ci",
+    "confusion_matrix",
+    "encode_sentences",
+    "SpanHead",
+]
+
+
+def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Mean of the token vectors of the *real* tokens: ``(batch, n, H), (batch, n) -> (batch, H)``.
+
+    Padded positions (mask 0) are left out of both the sum and the count.
+    """
+    if hidden.ndim != 3 or attention_mask.shape != hidden.shape[:2]:
+        raise ValueError(
+            f"hidden must be (batch, n, H) and attention_mask (batch, n), got "
+            f"{tuple(hidden.shape)} and {tuple(attention_mask.shape)}"
+        )
+    m = attention_mask.to(hidden.dtype)[..., None]  # (batch, n, 1)
+    return (hidden * m).sum(1) / m.sum(1).clamp(min=1)
+
+
+class BertClassifier(nn.Module):
+    """The top encoder layers (copied, trainable) and a classification head on ``[CLS]``.
+
+    Args:
+        layers: encoder layers to run on the given hidden states (e.g. MiniLM's top two);
+            an empty list fine-tunes only the head.
+        hidden_size: H.
+        num_classes: C.
+        dropout: before the last linear map (training only).
+
+    ``forward(hidden, attention_mask) -> scores (batch, C)``, ``hidden`` ``(batch, n, H)`` being
+    the output of the frozen layers below.
+    """
+
+    def __init__(self, layers, hidden_size: int, num_classes: int, dropout: float = 0.1):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        self.pooler = nn.Linear(check_positive_int(hidden_size, "hidden_size"), hidden_size)
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(hidden_size, check_positive_int(num_classes, "num_classes"))
+
+    def forward(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        keys = attention_mask.bool()[:, None, :]  # (batch, 1, n): padding hidden from every query
+        for layer in self.layers:
+            hidden = layer(hidden, keys)
+        pooled = torch.tanh(self.pooler(hidden[:, 0]))  # (batch, H): the [CLS] vector
+        return self.classifier(self.dropout(pooled))  # (batch, C)
+
+
+class SpanHead(nn.Module):
+    """BERT's question-answering head: a start score and an end score for every token.
+
+    ``forward(hidden (batch, n, H)) -> (start (batch, n), end (batch, n))``; the answer is the
+    span ``i..j`` (``i <= j``) maximising ``start[i] + end[j]``; the loss is the mean of the
+    cross-entropies of the true start and end positions.
+    """
+
+    def __init__(self, hidden_size: int):
+        super().__init__()
+        self.qa_outputs = nn.Linear(check_positive_int(hidden_size, "hidden_size"), 2)
+
+    def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        start, end = self.qa_outputs(hidden).unbind(-1)  # (batch, n) each
+        return start, end
+
+
+def accuracy_ci(correct, z: float = 1.96) -> tuple[float, float, float]:
+    """``(accuracy, low, high)``: accuracy of a 0/1 array and its Wilson 95 % interval."""
+    c = np.asarray(correct, dtype=float).ravel()
+    n = c.size
+    if n == 0:
+        raise ValueError("correct must contain at least one prediction")
+    p = c.mean()
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return float(p), float(centre - half), float(centre + half)
+
+
+def confusion_matrix(labels, predictions, num_classes: int) -> np.ndarray:
+    """``(C, C)`` counts: row = true class, column = predicted class."""
+    out = np.zeros((num_classes, num_classes), dtype=np.int64)
+    np.add.at(out, (np.asarray(labels), np.asarray(predictions)), 1)
+    return out
+
+
+def encode_sentences(tokenizer, texts, max_len: int = 64, batch_size: int = 64, pairs=None):
+    """Tokenize ``texts`` (or sentence pairs ``(A, B)``) into padded batches sorted by length.
+
+    Returns ``(order, batches)``: ``batches`` is a list of dicts of ``input_ids``,
+    ``token_type_ids``, ``attention_mask`` ``(b, n)``; ``order[k]`` is the index in ``texts`` of
+    the k-th row over all batches (sorting by length wastes less work on padding).
+    """
+    items = list(texts) if pairs is None else list(pairs)
+    if pairs is None:
+        enc = [tokenizer(t, truncation=True, max_length=max_len) for t in items]
+    else:
+        enc = [tokenizer(a, b, truncation=True, max_length=max_len) for a, b in items]
+    order = sorted(range(len(enc)), key=lambda i: len(enc[i]["input_ids"]))
+    batches = []
+    for start in range(0, len(order), batch_size):
+        rows = [enc[i] for i in order[start : start + batch_size]]
+        n = max(len(r["input_ids"]) for r in rows)
+        batch = {k: torch.zeros(len(rows), n, dtype=torch.long) for k in
+                 ("input_ids", "token_type_ids", "attention_mask")}  # fmt: skip
+        for j, r in enumerate(rows):
+            for k in batch:
+                batch[k][j, : len(r[k])] = torch.tensor(r[k])
+        batches.append(batch)
+    return np.array(order), batches

@@ -1,0 +1,152 @@
+"""The lecture 12 checks pass right answers (two ways), fail realistic mistakes with the right hint."""
+
+import numpy as np
+import pytest
+
+from course_lib.checks import ExerciseError
+from course_lib.checks.lecture12 import check_best_setting, check_head_loss, check_mean_pool
+
+
+def stub(*args):
+    raise NotImplementedError("Exercise: replace this line with your answer")
+
+
+def pool_good(hidden, mask):
+    m = mask[..., None]
+    return (hidden * m).sum(1) / m.sum(1)
+
+
+def pool_good_loop(hidden, mask):
+    return np.stack([h[m.astype(bool)].mean(0) for h, m in zip(hidden, mask, strict=True)])
+
+
+def pool_all(hidden, mask):
+    return hidden.mean(1)
+
+
+def pool_count_n(hidden, mask):
+    return (hidden * mask[..., None]).sum(1) / hidden.shape[1]
+
+
+def pool_cls(hidden, mask):
+    return hidden[:, 0]
+
+
+def loss_good(cls, w, b, y):
+    s = cls @ w.T + b
+    s = s - s.max(1, keepdims=True)
+    return float(-(s[np.arange(len(y)), y] - np.log(np.exp(s).sum(1))).mean())
+
+
+def loss_good_torch(cls, w, b, y):
+    import torch
+
+    s = torch.as_tensor(cls) @ torch.as_tensor(w).T + torch.as_tensor(b)
+    return torch.nn.functional.cross_entropy(s, torch.as_tensor(y)).item()
+
+
+def loss_sum(cls, w, b, y):
+    return loss_good(cls, w, b, y) * len(y)
+
+
+def loss_no_bias(cls, w, b, y):
+    return loss_good(cls, w, np.zeros_like(b), y)
+
+
+def loss_double_softmax(cls, w, b, y):
+    import torch
+
+    s = torch.as_tensor(cls) @ torch.as_tensor(w).T + torch.as_tensor(b)
+    return torch.nn.functional.cross_entropy(s.softmax(-1), torch.as_tensor(y)).item()
+
+
+def loss_raw_score(cls, w, b, y):
+    s = cls @ w.T + b
+    return float(-s[np.arange(len(y)), y].mean())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+@pytest.mark.parametrize("fn", [pool_good, pool_good_loop])
+def test_mean_pool_right_answers_pass(fn, seed):
+    check_mean_pool(fn, seed=seed)
+
+
+@pytest.mark.parametrize(
+    "fn, hint",
+    [
+        (pool_all, "padding included"),
+        (pool_count_n, "not out of the count"),
+        (pool_cls, "[CLS] vector"),
+        (stub, "NotImplementedError"),
+    ],
+)
+def test_mean_pool_mistakes_get_their_hint(fn, hint):
+    with pytest.raises(ExerciseError, match=None) as err:
+        check_mean_pool(fn)
+    assert hint in str(err.value)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+@pytest.mark.parametrize("fn", [loss_good, loss_good_torch])
+def test_head_loss_right_answers_pass(fn, seed):
+    check_head_loss(fn, seed=seed)
+
+
+@pytest.mark.parametrize(
+    "fn, hint",
+    [
+        (loss_sum, "*mean*"),
+        (loss_no_bias, "bias is missing"),
+        (loss_double_softmax, "softmax was applied twice"),
+        (loss_raw_score, "log-softmax"),
+        (stub, "NotImplementedError"),
+    ],
+)
+def test_head_loss_mistakes_get_their_hint(fn, hint):
+    with pytest.raises(ExerciseError) as err:
+        check_head_loss(fn)
+    assert hint in str(err.value)
+
+
+def best_good(sweep):
+    row = max(sweep, key=lambda r: r["validation"])
+    return row["lr"], row["epoch"]
+
+
+def best_good_sorted(sweep):
+    row = sorted(sweep, key=lambda r: -r["validation"])[0]
+    return [row["lr"], np.int64(row["epoch"])]
+
+
+def best_by_loss(sweep):
+    row = min(sweep, key=lambda r: r["loss"])
+    return row["lr"], row["epoch"]
+
+
+def best_value_only(sweep):
+    return max(r["validation"] for r in sweep)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 5])
+@pytest.mark.parametrize("fn", [best_good, best_good_sorted])
+def test_best_setting_right_answers_pass(fn, seed):
+    check_best_setting(fn, seed=seed)
+
+
+def test_best_setting_on_the_shipped_sweep():
+    from course_lib.checks.lecture12 import shipped_sweep
+
+    rows = shipped_sweep()
+    assert {"lr", "epoch", "validation", "loss"} <= set(rows[0])
+    check_best_setting(best_good)
+
+
+@pytest.mark.parametrize(
+    "fn, hint",
+    [(best_by_loss, "lowest training loss"), (best_value_only, "pair"),
+     (lambda s: (9.0, 1), "not a row"), (stub, "NotImplementedError")],
+)  # fmt: skip
+def test_best_setting_mistakes_get_their_hint(fn, hint):
+    with pytest.raises(ExerciseError) as err:
+        check_best_setting(fn, seed=1)
+    assert hint in str(err.value)

@@ -6,19 +6,19 @@
 nbconvert's default "lab" template loads require.js and MathJax (and, when needed, mermaid
 and the widget manager) from a CDN. This template keeps the lab look but drops those
 scripts: the course's interactive views carry their own JavaScript (course_lib.viz), and
-formulas are left as TeX source. The result is checked: no <script>, <link> or <img> may
-refer to another site.
+formulas are left as TeX source. The result is checked with the site's own offline check
+(tools/sitebuild/offline.py): no element may load anything from another site.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
 import nbformat
 from jinja2 import DictLoader
 from nbconvert import HTMLExporter
+from sitebuild.offline import check_offline
 
 OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
@@ -26,10 +26,6 @@ OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {% block jupyter_widgets %}{% endblock jupyter_widgets %}
 """
-# An element that makes a browser fetch from another site.
-EXTERNAL = re.compile(
-    r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*[\"']?(?:https?:)?//", re.I
-)
 
 
 def export_offline_html(nb: nbformat.NotebookNode) -> str:
@@ -41,9 +37,7 @@ def export_offline_html(nb: nbformat.NotebookNode) -> str:
         embed_images=True,
     )
     body, _ = exporter.from_notebook_node(nb)
-    found = EXTERNAL.search(body)
-    if found:
-        raise RuntimeError(f"the exported page still loads from the web: {found.group(0)!r}")
+    check_offline(body, "the exported page")
     return body
 
 

@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 ROOT_FLAG := $(shell [ "$$(id -u)" = "0" ] && echo --allow-root)
 NB_DIRS := notebooks solutions
 
-.PHONY: venv lab test lint format unit notebooks exercises grade benchmarks clean site slides
+.PHONY: venv lab test lint format unit slow notebooks mutants exercises grade benchmarks clean site slides
 
 venv: $(STAMP)
 
@@ -39,14 +39,23 @@ format: $(STAMP)
 	$(PY) -m ruff check --fix .
 	$(PY) -m ruff format .
 
+# Test tiers (times in CONTRIBUTING.md): unit = library and checks, slow = browser, site,
+# grading pipeline and make lab (tests marked @pytest.mark.slow), notebooks = nbval.
 unit: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist loadfile tests
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow" tests
+
+slow: $(STAMP)
+	$(PY) -m pytest -q -n 2 --dist loadfile -m slow tests
+
+# Maintainers: every mutant of tools/mutate.py must make a test fail (not part of `make test`).
+mutants: $(STAMP)
+	$(PY) -m tools.mutate
 
 notebooks: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist loadfile --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg $(NB_DIRS)
 
-test: lint unit notebooks
+test: lint unit slow notebooks
 
 # Regenerate exercises/ from solutions/ (the single source of exercise notebooks).
 exercises: $(STAMP)
@@ -65,10 +74,10 @@ benchmarks: $(STAMP)
 # The site includes the decks and, by default, the solutions: make site SOLUTIONS=0 leaves them out.
 SOLUTIONS ?= 1
 site: $(STAMP)
-	$(PY) tools/build_site.py site build/site $(if $(filter 0,$(SOLUTIONS)),--no-solutions)
+	$(PY) -m tools.build_site site build/site $(if $(filter 0,$(SOLUTIONS)),--no-solutions)
 
 slides: $(STAMP)
-	$(PY) tools/build_site.py slides build/slides
+	$(PY) -m tools.build_site slides build/slides
 
 clean:
 	rm -rf $(VENV) build _site graded

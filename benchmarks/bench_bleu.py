@@ -21,11 +21,7 @@ import argparse
 import platform
 import random
 import statistics
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 import sacrebleu
 

@@ -8,8 +8,10 @@ instead of a numpy broadcasting traceback or a silent NaN.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 
 import numpy as np
+import torch
 
 __all__: list[str] = []  # private helpers; nothing is re-exported
 
@@ -67,3 +69,123 @@ def broadcast_shape(shapes: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
     except ValueError:
         listed = ", ".join(f"{k} {v}" for k, v in shapes.items())
         raise ValueError(f"shapes do not broadcast: {listed}") from None
+
+
+def check_dropout(p, name: str = "dropout") -> float:
+    """Return ``p`` as a float if it is a dropout probability in ``[0, 1)``, else raise."""
+    if not isinstance(p, numbers.Real) or isinstance(p, bool) or not 0.0 <= p < 1.0:
+        raise ValueError(f"{name} must be a probability in [0, 1), got {p!r}")
+    return float(p)
+
+
+def check_heads(d_model: int, num_heads: int) -> None:
+    """``d_model`` and ``num_heads`` positive integers with ``num_heads`` dividing ``d_model``."""
+    check_positive_int(d_model, "d_model")
+    check_positive_int(num_heads, "num_heads")
+    if d_model % num_heads:
+        raise ValueError(
+            f"d_model={d_model} is not divisible by num_heads={num_heads}; each head gets "
+            "d_model / num_heads features"
+        )
+
+
+def check_features(x, name: str, d_model: int):
+    """Return ``x`` if it is a torch tensor ``(batch, n, d_model)``, else raise naming it."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.ndim != 3 or x.shape[-1] != d_model:
+        raise ValueError(
+            f"{name} must have shape (batch, n, d_model={d_model}), got {tuple(x.shape)}"
+        )
+    return x
+
+
+def check_positive_number(value, name: str) -> float:
+    """Return ``value`` as a float if it is a finite real number > 0, else raise naming it."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a positive number, got {type(value).__name__} {value!r}")
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def check_qkv(q, k, v) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """q ``(..., n_q, d_k)``, k ``(..., n_k, d_k)``, v ``(..., n_k, d_v)`` as finite float arrays of
+    one dtype, with broadcastable leading axes; else a ``ValueError``/``TypeError`` naming them."""
+    q = as_float_array(q, "q", min_ndim=2)
+    k = as_float_array(k, "k", min_ndim=2)
+    v = as_float_array(v, "v", min_ndim=2)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q and k must have the same feature size d_k: q has shape {q.shape} "
+            f"(..., n_q, d_k={q.shape[-1]}), k has shape {k.shape} (..., n_k, d_k={k.shape[-1]})"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k and v must have the same number of positions n_k: k has shape {k.shape} "
+            f"(n_k={k.shape[-2]}), v has shape {v.shape} (n_k={v.shape[-2]})"
+        )
+    broadcast_shape(
+        {"q[..., :-2]": q.shape[:-2], "k[..., :-2]": k.shape[:-2], "v[..., :-2]": v.shape[:-2]}
+    )
+    for name, arr in (("q", q), ("k", k), ("v", v)):
+        if not np.isfinite(arr).all():
+            raise ValueError(f"{name} contains nan or inf; attention needs finite inputs")
+    dtype = np.result_type(q, k, v)
+    return q.astype(dtype, copy=False), k.astype(dtype, copy=False), v.astype(dtype, copy=False)
+
+
+def check_attention_mask(mask, n_q: int, n_k: int, batch: tuple[int, ...]) -> np.ndarray:
+    """A boolean numpy mask (True = may attend) that broadcasts to ``(*batch, n_q, n_k)`` without
+    enlarging it and leaves every query at least one key; else a ``ValueError``/``TypeError``."""
+    m = as_bool_mask(mask, "mask")
+    expected = (*batch, n_q, n_k)
+    try:
+        full = np.broadcast_shapes(m.shape, expected)
+    except ValueError:
+        raise ValueError(
+            f"mask of shape {m.shape} does not broadcast to the scores' shape {expected} "
+            "(..., n_q, n_k)"
+        ) from None
+    if full != expected:
+        raise ValueError(
+            f"mask of shape {m.shape} would enlarge the scores' shape {expected} to {full}; "
+            "it must broadcast to (..., n_q, n_k)"
+        )
+    hidden = ~np.broadcast_to(m, full).any(axis=-1)
+    if hidden.any():
+        where = tuple(int(i) for i in np.argwhere(hidden)[0])
+        raise ValueError(
+            f"mask hides every key from some query (first at index {where} of (..., n_q)); "
+            "each query needs at least one True in its row"
+        )
+    return m
+
+
+def check_token_sequence(tokens, name: str) -> list:
+    """A list/tuple/array of tokens (strings or ids) as a list; a ``str`` is refused, since
+    iterating it would silently give its characters."""
+    if isinstance(tokens, str):
+        raise TypeError(
+            f"{name} must be a list of tokens, got the str {tokens!r:.40}; "
+            f"split it into tokens first (e.g. {name}.split())"
+        )
+    if not isinstance(tokens, (Sequence, np.ndarray)):
+        raise TypeError(f"{name} must be a list of tokens, got {type(tokens).__name__}")
+    return list(tokens)
+
+
+def check_finite_loss(loss, step: int):
+    """A scalar loss tensor that is finite; else a ``TypeError``/``ValueError`` naming the step."""
+    if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+        raise TypeError(
+            "loss_fn must return a scalar torch.Tensor, got "
+            f"{type(loss).__name__}{tuple(loss.shape) if isinstance(loss, torch.Tensor) else ''}"
+        )
+    if not torch.isfinite(loss).all():
+        raise ValueError(
+            f"the loss is {loss.item()} at step {step}: training stopped (a nan/inf loss would "
+            "silently ruin every weight); check the batch (e.g. no position to predict), "
+            "lower lr, or clip gradients"
+        )
+    return loss

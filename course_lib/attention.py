@@ -9,13 +9,21 @@ Masks are boolean and **True means "may attend"** (the convention of torch's
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ._validation import as_bool_mask, as_float_array, broadcast_shape, check_positive_int
-from .softmax import softmax_inplace_unchecked
+from ._validation import (
+    as_float_array,
+    check_attention_mask,
+    check_positive_int,
+    check_qkv,
+)
+from .softmax import softmax, softmax_inplace_unchecked
 
 __all__ = [
     "scaled_dot_product_attention",
+    "scaled_dot_product_attention_inplace",
     "attention_scores",
     "causal_mask",
     "padding_mask",
@@ -24,60 +32,17 @@ __all__ = [
 ]
 
 
-def _check_qkv(q, k, v) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    q = as_float_array(q, "q", min_ndim=2)
-    k = as_float_array(k, "k", min_ndim=2)
-    v = as_float_array(v, "v", min_ndim=2)
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q and k must have the same feature size d_k: q has shape {q.shape} "
-            f"(..., n_q, d_k={q.shape[-1]}), k has shape {k.shape} (..., n_k, d_k={k.shape[-1]})"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k and v must have the same number of positions n_k: k has shape {k.shape} "
-            f"(n_k={k.shape[-2]}), v has shape {v.shape} (n_k={v.shape[-2]})"
-        )
-    broadcast_shape(
-        {"q[..., :-2]": q.shape[:-2], "k[..., :-2]": k.shape[:-2], "v[..., :-2]": v.shape[:-2]}
-    )
-    dtype = np.result_type(q, k, v)
-    return q.astype(dtype, copy=False), k.astype(dtype, copy=False), v.astype(dtype, copy=False)
-
-
-def _check_mask(mask, n_q: int, n_k: int, batch: tuple[int, ...]) -> np.ndarray:
-    m = as_bool_mask(mask, "mask")
-    expected = (*batch, n_q, n_k)
-    try:
-        full = np.broadcast_shapes(m.shape, expected)
-    except ValueError:
-        raise ValueError(
-            f"mask of shape {m.shape} does not broadcast to the scores' shape {expected} "
-            "(..., n_q, n_k)"
-        ) from None
-    if full != expected:
-        raise ValueError(
-            f"mask of shape {m.shape} would enlarge the scores' shape {expected} to {full}; "
-            "it must broadcast to (..., n_q, n_k)"
-        )
-    hidden = ~np.broadcast_to(m, full).any(axis=-1)
-    if hidden.any():
-        where = tuple(int(i) for i in np.argwhere(hidden)[0])
-        raise ValueError(
-            f"mask hides every key from some query (first at index {where} of (..., n_q)); "
-            "each query needs at least one True in its row"
-        )
-    return m
-
-
 def attention_scores(q, k) -> np.ndarray:
     """Scaled scores ``q k^T / sqrt(d_k)``: q ``(..., n_q, d_k)``, k ``(..., n_k, d_k)`` ->
-    ``(..., n_q, n_k)``."""
+    ``(..., n_q, n_k)``, in the inputs' float dtype. The one place the formula is written."""
     q = as_float_array(q, "q", min_ndim=2)
     k = as_float_array(k, "k", min_ndim=2)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q {q.shape} and k {k.shape} must share the last dimension d_k")
-    return q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    if np.isposinf(scores).any() or np.isneginf(scores).any():
+        raise ValueError("q @ k^T overflowed to inf; scale down q and k")
+    return scores
 
 
 def scaled_dot_product_attention(q, k, v, mask=None) -> tuple[np.ndarray, np.ndarray]:
@@ -94,18 +59,31 @@ def scaled_dot_product_attention(q, k, v, mask=None) -> tuple[np.ndarray, np.nda
         of ``weights`` sums to 1 and masked positions get exactly 0.
 
     Raises:
-        ValueError: mismatched ``d_k`` or ``n_k``, a mask of the wrong shape, or a mask that
-        hides every key from some query. TypeError: non-numeric input or non-boolean mask.
+        ValueError: mismatched ``d_k`` or ``n_k``, nan/inf in the inputs, a mask of the wrong
+        shape, or a mask that hides every key from some query. TypeError: non-numeric input or
+        non-boolean mask.
+
+    :func:`scaled_dot_product_attention_inplace` computes the same in one buffer, faster.
     """
-    q, k, v = _check_qkv(q, k, v)
-    for name, arr in (("q", q), ("k", k), ("v", v)):
-        if not np.isfinite(arr).all():
-            raise ValueError(f"{name} contains nan or inf; attention needs finite inputs")
-    # Scale q (n_q x d_k numbers) rather than the scores (n_q x n_k), then work in place on the
-    # one n_q x n_k buffer: the same formula, without extra quadratic-size temporaries.
+    q, k, v = check_qkv(q, k, v)
+    scores = attention_scores(q, k)  # q k^T / sqrt(d_k): (..., n_q, n_k)
+    if mask is not None:
+        mask = check_attention_mask(mask, q.shape[-2], k.shape[-2], scores.shape[:-2])
+        scores = np.where(mask, scores, -np.inf)  # a masked key gets weight exactly 0
+    weights = softmax(scores, axis=-1)  # each row sums to 1
+    return weights @ v, weights  # weighted sum of the values
+
+
+def scaled_dot_product_attention_inplace(q, k, v, mask=None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`scaled_dot_product_attention` (same arguments, checks and results, equal up to
+    rounding) computed in place on one ``(..., n_q, n_k)`` buffer: q is scaled before the
+    product (n_q x d_k numbers instead of n_q x n_k), the mask and the softmax write into the
+    scores. What ``benchmarks/bench_attention.py`` and lecture 10 time against torch.
+    """
+    q, k, v = check_qkv(q, k, v)
     scores = (q * q.dtype.type(1.0 / np.sqrt(q.shape[-1]))) @ np.swapaxes(k, -1, -2)
     if mask is not None:
-        m = _check_mask(mask, q.shape[-2], k.shape[-2], scores.shape[:-2])
+        m = check_attention_mask(mask, q.shape[-2], k.shape[-2], scores.shape[:-2])
         np.copyto(scores, -np.inf, where=~m)
     if not np.isfinite(scores.max(axis=-1)).all():
         raise ValueError("q @ k^T overflowed to inf; scale down q and k")

@@ -21,11 +21,24 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._validation import as_bool_mask, as_float_array, broadcast_shape, check_positive_int
-from .attention import _check_mask, _check_qkv
+from ._validation import (
+    as_bool_mask,
+    as_float_array,
+    broadcast_shape,
+    check_attention_mask,
+    check_positive_int,
+    check_qkv,
+)
 from .softmax import OnlineSoftmaxState, _online_step, online_softmax_step
 
-__all__ = ["chunked_attention", "attention_block_update", "attention_cost", "AttentionCost"]
+__all__ = [
+    "chunked_attention",
+    "chunked_attention_with_logsumexp",
+    "ChunkedAttention",
+    "attention_block_update",
+    "attention_cost",
+    "AttentionCost",
+]
 
 
 def attention_block_update(
@@ -47,7 +60,7 @@ def attention_block_update(
         ``(new_state, new_acc)``. After the last key block, the attention output is
         ``new_acc / new_state.running_sum[..., None]``.
     """
-    q_block, k_block, v_block = _check_qkv(q_block, k_block, v_block)
+    q_block, k_block, v_block = check_qkv(q_block, k_block, v_block)
     scores = (
         q_block @ np.swapaxes(k_block, -1, -2) / np.sqrt(q_block.shape[-1]).astype(q_block.dtype)
     )
@@ -79,11 +92,36 @@ def chunked_attention(
     *,
     causal: bool = False,
     return_logsumexp: bool = False,
-):
+) -> np.ndarray:
     """softmax(q k^T / sqrt(d_k)) v computed block by block, never storing all the scores.
 
-    Equal to ``scaled_dot_product_attention(q, k, v, mask)[0]`` up to rounding, for the same
-    inputs and with the same checks and error messages.
+    Equal to ``scaled_dot_product_attention(q, k, v, mask)[0]`` up to rounding, with the same
+    checks and error messages; see :func:`chunked_attention_with_logsumexp` for the arguments.
+    Returns ``out`` ``(..., n_q, d_v)`` (``return_logsumexp=True``: the older spelling of
+    :func:`chunked_attention_with_logsumexp`, whose result unpacks as ``out, logsumexp``).
+    """
+    result = chunked_attention_with_logsumexp(q, k, v, mask, block_size, causal=causal)
+    return result if return_logsumexp else result.out
+
+
+class ChunkedAttention(NamedTuple):
+    """What :func:`chunked_attention_with_logsumexp` returns."""
+
+    out: np.ndarray  # (..., n_q, d_v): the attention output
+    logsumexp: np.ndarray  # (..., n_q): log(sum_j exp(s_ij)) over the attended keys
+
+
+def chunked_attention_with_logsumexp(
+    q,
+    k,
+    v,
+    mask=None,
+    block_size: int = 512,
+    *,
+    causal: bool = False,
+) -> ChunkedAttention:
+    """Chunked attention and, per query, ``log(sum_j exp(s_ij))`` over the attended keys —
+    the one number per query a backward pass needs (what flash attention saves).
 
     Args:
         q: queries ``(..., n_q, d_k)``.
@@ -96,25 +134,23 @@ def chunked_attention(
             ``causal_mask(n)`` and torch's ``is_causal=True``); built per block, so no
             ``n × n`` mask exists, and blocks entirely above the diagonal are skipped.
             Combined with ``mask`` by logical and.
-        return_logsumexp: also return ``log(sum_j exp(s_ij))`` over the attended keys,
-            ``(..., n_q)`` — the one number per query a backward pass needs.
 
     Returns:
-        ``out`` ``(..., n_q, d_v)``, or ``(out, logsumexp)`` when ``return_logsumexp``.
+        :class:`ChunkedAttention` ``(out (..., n_q, d_v), logsumexp (..., n_q))``.
 
     Raises:
         ValueError: mismatched ``d_k`` or ``n_k``, a mask of the wrong shape, a mask that hides
         every key from some query, or ``block_size < 1``. TypeError: non-numeric input,
         non-boolean mask, non-integer ``block_size``.
     """
-    q, k, v = _check_qkv(q, k, v)
+    q, k, v = check_qkv(q, k, v)
     block_size = check_positive_int(block_size, "block_size")
     n_q, n_k = q.shape[-2], k.shape[-2]
     score_batch = broadcast_shape({"q[..., :-2]": q.shape[:-2], "k[..., :-2]": k.shape[:-2]})
     out_batch = broadcast_shape({"scores": score_batch, "v[..., :-2]": v.shape[:-2]})
     m = None
     if mask is not None:
-        m = _check_mask(mask, n_q, n_k, score_batch)
+        m = check_attention_mask(mask, n_q, n_k, score_batch)
         m = m.reshape((1,) * (2 - m.ndim) + m.shape)  # give it (n_q, n_k) axes to slice
     dtype = q.dtype
     # Scale q once (n_q × d_k work) instead of every block of scores (n_q × n_k work).
@@ -157,7 +193,7 @@ def chunked_attention(
             )
         out[..., qs:qe, :] = acc / run_sum[..., None]
         lse[..., qs:qe] = OnlineSoftmaxState(run_max, run_sum).logsumexp
-    return (out, lse) if return_logsumexp else out
+    return ChunkedAttention(out, lse)
 
 
 class AttentionCost(NamedTuple):

@@ -9,19 +9,11 @@ pair turns fastest (one radian per position), the last one slowest.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
+from ._validation import check_positive_int
+
 __all__ = ["positional_encoding"]
-
-
-def _check_size(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-    return int(value)
 
 
 def positional_encoding(num_positions: int, d_model: int) -> np.ndarray:
@@ -34,8 +26,8 @@ def positional_encoding(num_positions: int, d_model: int) -> np.ndarray:
             (``num_positions = 0`` gives an empty ``(0, d_model)`` table).
         TypeError: a size that is not an integer.
     """
-    num_positions = _check_size(num_positions, "num_positions")
-    d_model = _check_size(d_model, "d_model")
+    num_positions = check_positive_int(num_positions, "num_positions", allow_zero=True)
+    d_model = check_positive_int(d_model, "d_model", allow_zero=True)
     if d_model == 0 or d_model % 2:
         raise ValueError(
             f"d_model must be a positive even number (sin/cos come in pairs), got {d_model}"

@@ -83,6 +83,8 @@ def naive_softmax(x, axis: int = -1) -> np.ndarray:
     """
     arr = as_float_array(x, "x")
     _check_axis(arr, axis)
+    if np.isnan(arr).any():
+        raise ValueError("x contains nan; softmax of nan is undefined")
     with np.errstate(over="ignore", invalid="ignore"):
         e = np.exp(arr)
         return e / np.sum(e, axis=axis, keepdims=True)

@@ -29,6 +29,7 @@ import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from ._validation import check_positive_int
 
@@ -39,6 +40,8 @@ __all__ = [
     "merge_pair",
     "BPETokenizer",
     "train_bpe",
+    "train_bpe_with_history",
+    "BPETraining",
     "basic_tokenize",
     "wordpiece",
     "wordpiece_tokenize",
@@ -189,8 +192,37 @@ def train_bpe(
     lowercase: bool = False,
     min_frequency: int = 0,
     return_history: bool = False,
-):
-    """Learn BPE merges from ``texts`` until the vocabulary has ``vocab_size`` tokens.
+) -> BPETokenizer:
+    """Learn BPE merges from ``texts`` until the vocabulary has ``vocab_size`` tokens; the
+    arguments are :func:`train_bpe_with_history`'s. Returns the :class:`BPETokenizer`
+    (``return_history=True``, which lecture 08 uses: the :class:`BPETraining` of
+    :func:`train_bpe_with_history`, unpacking as ``tokenizer, history``).
+    """
+    result = train_bpe_with_history(
+        texts, vocab_size, special_tokens=special_tokens, unk_token=unk_token,
+        lowercase=lowercase, min_frequency=min_frequency,
+    )  # fmt: skip
+    return result if return_history else result.tokenizer
+
+
+class BPETraining(NamedTuple):
+    """What :func:`train_bpe_with_history` returns."""
+
+    tokenizer: BPETokenizer  # the learned tokenizer
+    history: list  # per merge, (pair, count): which pair was merged and how often it occurred
+
+
+def train_bpe_with_history(
+    texts: Iterable[str] | str,
+    vocab_size: int,
+    *,
+    special_tokens: Sequence[str] = (),
+    unk_token: str | None = None,
+    lowercase: bool = False,
+    min_frequency: int = 0,
+) -> BPETraining:
+    """Learn BPE merges from ``texts`` until the vocabulary has ``vocab_size`` tokens, and
+    keep the history of merges.
 
     Args:
         texts: a string or an iterable of strings (e.g. one sentence each).
@@ -199,10 +231,10 @@ def train_bpe(
         unk_token: the special token unknown characters become when encoding (None: dropped).
         lowercase: lower-case the text before learning (and before encoding later).
         min_frequency: stop when the most frequent pair occurs fewer times than this.
-        return_history: also return, per merge, ``(pair, count)``.
 
     Returns:
-        A :class:`BPETokenizer` (and the history list if ``return_history``).
+        :class:`BPETraining` ``(tokenizer, history)``: the :class:`BPETokenizer` and, per merge,
+        ``(pair, count)``.
     """
     vocab_size = check_positive_int(vocab_size, "vocab_size")
     if isinstance(texts, str):
@@ -275,7 +307,7 @@ def train_bpe(
     tok = BPETokenizer(
         vocab, merges, special_tokens=special_tokens, unk_token=unk_token, lowercase=lowercase
     )
-    return (tok, history) if return_history else tok
+    return BPETraining(tok, history)
 
 
 # ----------------------------------------------------------------------------- WordPiece (BERT)
@@ -360,6 +392,11 @@ def wordpiece(
     ['un', '##aff', '##able']
     """
     _check_text(word, "word")
+    if not isinstance(vocab, (Mapping, set, frozenset, list, tuple)):
+        raise TypeError(
+            "vocab must be a set of tokens or a dict token -> id (a str would be searched as a "
+            f"substring), got {type(vocab).__name__}"
+        )
     if len(word) > max_chars:
         return [unk_token]
     pieces, start = [], 0

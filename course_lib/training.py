@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ._validation import check_positive_int
+from ._validation import check_finite_loss, check_positive_int, check_positive_number
 from .reproducibility import seed_everything
 
 __all__ = ["TrainingLog", "train", "train_step", "learning_rate_at"]
@@ -46,6 +46,17 @@ def learning_rate_at(
 ) -> float:
     """Learning rate of step ``step`` (0-based): linear warm-up over ``warmup`` steps, then
     ``"constant"``, ``"linear"`` decay to 0 at ``steps``, or ``"cosine"`` decay to 0."""
+    steps = check_positive_int(steps, "steps")
+    step = check_positive_int(step, "step", allow_zero=True)
+    warmup = check_positive_int(warmup, "warmup", allow_zero=True)
+    check_positive_number(lr, "lr")
+    if step >= steps:
+        raise ValueError(
+            f"step must be < steps={steps} (steps are counted from 0), got {step}: the "
+            "schedule ends at steps"
+        )
+    if warmup > steps:
+        raise ValueError(f"warmup must be <= steps={steps}, got {warmup}")
     if step < warmup:
         return lr * (step + 1) / warmup
     if schedule == "constant":
@@ -64,13 +75,16 @@ def train_step(
     loss_fn: Callable[[nn.Module, Any], torch.Tensor],
     batch: Any,
     clip_grad: float | None = 1.0,
+    *,
+    step: int = 0,
 ) -> float:
     """One optimisation step on ``batch``: loss, gradients, clipping, update; returns the loss.
 
     The gradient norm is clipped over the parameters the optimizer updates (``clip_grad=None``:
-    no clipping). :func:`train` calls this once per step.
+    no clipping). :func:`train` calls this once per step (``step`` names it in the error a
+    nan/inf or non-scalar loss raises).
     """
-    loss = loss_fn(model, batch)  # forward pass: a scalar tensor
+    loss = check_finite_loss(loss_fn(model, batch), step)  # forward pass: a finite scalar
     optimizer.zero_grad(set_to_none=True)
     loss.backward()  # gradients of the loss for every parameter
     if clip_grad is not None:
@@ -140,7 +154,9 @@ def train(
     for step in bar:
         for group in optimizer.param_groups:
             group["lr"] = learning_rate_at(step, steps, lr, warmup, schedule)
-        log.losses.append(train_step(model, optimizer, loss_fn, get_batch(step), clip_grad))
+        log.losses.append(
+            train_step(model, optimizer, loss_fn, get_batch(step), clip_grad, step=step)
+        )
         if step % 25 == 0 or step == steps - 1:
             bar.set_postfix(
                 loss=f"{sum(log.losses[-25:]) / len(log.losses[-25:]):.3f}", refresh=False

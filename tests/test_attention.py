@@ -14,6 +14,7 @@ from course_lib import (
     project_qkv,
     project_qkv_columns,
     scaled_dot_product_attention,
+    scaled_dot_product_attention_inplace,
 )
 
 
@@ -115,6 +116,40 @@ def test_integer_inputs_are_accepted_as_float64():
     assert out.dtype == np.float64
     x = np.array(q, dtype=np.float64)
     np.testing.assert_allclose(out, _torch_sdpa(x, x, x), atol=1e-12)
+
+
+@pytest.mark.parametrize(("bq", "bk", "bv", "n_q", "n_k", "d_k", "d_v"), SHAPES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_inplace_version_equals_the_literal_one(bq, bk, bv, n_q, n_k, d_k, d_v, dtype):
+    rng = np.random.default_rng(n_q * 100 + n_k)
+    q = rng.normal(size=(*bq, n_q, d_k)).astype(dtype)
+    k = rng.normal(size=(*bk, n_k, d_k)).astype(dtype)
+    v = rng.normal(size=(*bv, n_k, d_v)).astype(dtype)
+    mask = _random_mask(rng, (*np.broadcast_shapes(bq, bk), n_q, n_k))
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    for m in (None, mask):
+        out, w = scaled_dot_product_attention(q, k, v, mask=m)
+        out_ip, w_ip = scaled_dot_product_attention_inplace(q, k, v, mask=m)
+        assert out_ip.dtype == out.dtype == dtype
+        np.testing.assert_allclose(out_ip, out, rtol=tol, atol=tol)
+        np.testing.assert_allclose(w_ip, w, rtol=tol, atol=tol)
+        if m is not None:
+            assert np.all(w[..., ~np.broadcast_to(m, w.shape)] == 0)
+
+
+@pytest.mark.parametrize(
+    "attention", [scaled_dot_product_attention, scaled_dot_product_attention_inplace]
+)
+def test_large_float32_scores_stay_finite(attention):
+    # Scores near 90: exp(90) overflows float32 (max ~3.4e38 = e^88.7). Without the softmax's
+    # max-subtraction the weights would be inf/inf = nan; torch subtracts the max too.
+    q = np.full((3, 4), 6.0, dtype=np.float32)  # 6 * 7.5 * 4 / sqrt(4) = 90
+    k = np.array([[7.5, 7.5, 7.5, 7.5], [7.0, 7.0, 7.0, 7.0], [1.0, 1.0, 1.0, 1.0]], np.float32)
+    v = np.eye(3, dtype=np.float32)
+    assert attention_scores(q, k).max() == pytest.approx(90.0)
+    out, w = attention(q, k, v)
+    assert np.isfinite(w).all() and np.isfinite(out).all()
+    np.testing.assert_allclose(out, _torch_sdpa(q, k, v), rtol=1e-5, atol=1e-6)
 
 
 # --- worked by hand ------------------------------------------------------------------------

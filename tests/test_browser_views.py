@@ -40,9 +40,13 @@ from _browser import (
     Browser,
     environment_without_proxies,
 )
-from nbclient import NotebookClient
+
+from tools.export_html import export_offline_html
+from tools.nbbuild import run_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.slow  # `make slow`, not `make unit`
 LECTURE = ROOT / "notebooks" / "09_attention_visualisation.ipynb"
 VENV_BIN = Path(sys.executable).parent
 DRAW_TIMEOUT = 90  # seconds for every view of a page to draw (2 busy cores)
@@ -52,12 +56,7 @@ DRAW_TIMEOUT = 90  # seconds for every view of a page to draw (2 busy cores)
 def executed_lecture(chromium) -> nbformat.NotebookNode:
     """Lecture 09 with its outputs: the committed file has the large view outputs stripped."""
     nb = nbformat.read(LECTURE, as_version=4)
-    NotebookClient(
-        nb,
-        timeout=300,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(LECTURE.parent)}},
-    ).execute()
+    run_notebook(nb, LECTURE.parent, timeout=300)
     return nb
 
 
@@ -130,11 +129,6 @@ def check_layer_switch(browser: Browser, found: dict, expected: dict) -> None:
 
 
 def test_exported_lecture_renders_offline(chromium, executed_lecture, tmp_path):
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        from export_html import export_offline_html
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
     expected = expected_views(executed_lecture)
     assert sum(v["kind"] == "model" for v in expected.values()) >= 1
     page = tmp_path / "09_attention_visualisation.html"

@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import csv
 import shutil
-import sys
 from pathlib import Path
 
+import pytest
+
+from tools import grade
+
 ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.slow  # `make slow`, not `make unit`
 SUBMISSIONS = ROOT / "tests" / "data" / "submissions"
-sys.path.insert(0, str(ROOT / "tools"))
-import grade  # noqa: E402
 
 EXPECTED = {  # notebook -> (1.1, 1.2, 1.3, passed, total), or None for "not gradable"
     "01_softmax_ada.ipynb": ("pass", "pass", "pass", "3", "3"),

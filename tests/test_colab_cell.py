@@ -77,6 +77,7 @@ def test_colab_cell_installs_the_course_on_colab_only(path, monkeypatch):
     assert kwargs.get("check") is True, f"{path.name}: a failed install must stop the notebook"
 
 
+@pytest.mark.slow  # builds a wheel with pip
 def test_the_repository_url_installs_course_lib(tmp_path):
     """What pip gets from the URL: the root's pyproject.toml, building a wheel of course_lib."""
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")

@@ -6,16 +6,14 @@ Grading runs nbval in a fresh kernel, so these tests take a few seconds per note
 from __future__ import annotations
 
 import copy
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from tools import grade, make_exercises
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import grade  # noqa: E402
-import make_exercises  # noqa: E402
 
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
 
@@ -48,6 +46,7 @@ def test_stub_replacement_keeps_indentation():
         make_exercises.strip_solutions("### BEGIN SOLUTION\nx = 1", "code")
 
 
+@pytest.mark.slow  # runs the grader on notebooks
 @pytest.mark.parametrize("solution", SOLUTIONS, ids=lambda p: p.stem)
 def test_solutions_pass_and_untouched_stubs_fail(solution):
     ids = _check_ids(nbformat.read(solution, as_version=4))
@@ -77,6 +76,7 @@ def _write(tmp_path: Path, nb, name="01_student.ipynb") -> Path:
     return path
 
 
+@pytest.mark.slow  # runs the grader on notebooks
 def test_wrong_answer_fails_even_with_saved_success_outputs(tmp_path):
     nb = nbformat.read(LECTURE01, as_version=4)  # has stored "passed" outputs everywhere
     cell = _answer_cell(nb, "def stable_softmax")
@@ -90,6 +90,7 @@ def test_wrong_answer_fails_even_with_saved_success_outputs(tmp_path):
     assert not result.all_passed
 
 
+@pytest.mark.slow  # runs the grader on notebooks
 def test_correct_answer_written_differently_passes_with_extra_prints(tmp_path):
     nb = nbformat.read(ROOT / "exercises" / "01_softmax.ipynb", as_version=4)
     _answer_cell(nb, "def stable_softmax").source = (
@@ -115,6 +116,7 @@ def test_correct_answer_written_differently_passes_with_extra_prints(tmp_path):
     assert result.all_passed, result.exercises
 
 
+@pytest.mark.slow  # runs the grader on notebooks
 def test_edited_or_deleted_check_cells_are_restored(tmp_path):
     nb = nbformat.read(ROOT / "exercises" / "01_softmax.ipynb", as_version=4)
     checks = [c for c in nb.cells if grade.exercise_id(c)]
@@ -125,6 +127,7 @@ def test_edited_or_deleted_check_cells_are_restored(tmp_path):
     assert not any(ok for ok, _ in result.exercises.values())
 
 
+@pytest.mark.slow  # runs the grader on notebooks
 def test_broken_and_unknown_notebooks_are_reported(tmp_path):
     broken = tmp_path / "01_broken.ipynb"
     broken.write_text("{ not json")
@@ -135,6 +138,7 @@ def test_broken_and_unknown_notebooks_are_reported(tmp_path):
     assert r.error and "which lecture" in r.error
 
 
+@pytest.mark.slow  # runs the grader on notebooks
 def test_class_grading_writes_one_csv_row_per_notebook(tmp_path):
     folder = tmp_path / "class"
     folder.mkdir()
@@ -155,6 +159,7 @@ def test_class_grading_writes_one_csv_row_per_notebook(tmp_path):
     assert "not gradable" in by_name["01_softmax_eve.ipynb"]
 
 
+@pytest.mark.slow  # runs the grader on notebooks
 def test_grader_copy_does_not_modify_student_file(tmp_path):
     nb = nbformat.read(LECTURE01, as_version=4)
     path = _write(tmp_path, copy.deepcopy(nb))

@@ -10,9 +10,11 @@ from course_lib import (
     DecoderLayer,
     Encoder,
     EncoderLayer,
+    FeedForward,
     MultiHeadAttention,
     count_parameters,
     padding_mask,
+    residual,
     transformer_parameter_count,
 )
 
@@ -220,9 +222,77 @@ def test_layer_errors():
         EncoderLayer(8, 2, dropout=1.5)
     with pytest.raises(TypeError, match="expected torch.nn.TransformerEncoderLayer"):
         EncoderLayer.from_torch(nn.Linear(2, 2))
-    gelu = nn.TransformerEncoderLayer(8, 2, activation="gelu", batch_first=True)
-    with pytest.raises(ValueError, match="only activation='relu'"):
-        EncoderLayer.from_torch(gelu)
+    silu = nn.TransformerEncoderLayer(8, 2, activation=nn.SiLU(), batch_first=True)
+    with pytest.raises(ValueError, match="only relu, gelu and tanh-approximated gelu"):
+        EncoderLayer.from_torch(silu)
+    with pytest.raises(
+        ValueError, match=r"activation must be one of \['gelu', 'gelu_new', 'relu'\]"
+    ):
+        EncoderLayer(8, 2, activation="swish")
+    with pytest.raises(ValueError, match="layer_norm_eps must be a finite number > 0, got -1"):
+        DecoderLayer(8, 2, layer_norm_eps=-1e-5)
+
+
+# --------------------------------------------------------------------------- activations
+
+
+@pytest.mark.parametrize("activation", ["gelu", nn.GELU(approximate="tanh")])
+@pytest.mark.parametrize("eps", [1e-12, 1e-3])
+def test_encoder_layer_gelu_and_eps_from_torch(activation, eps):
+    d, h = 16, 4
+    ref = nn.TransformerEncoderLayer(d, h, 24, dropout=0.0, batch_first=True,
+                                     activation=activation, layer_norm_eps=eps).double()  # fmt: skip
+    _randomize(ref)
+    ours = EncoderLayer.from_torch(ref)
+    assert ours.activation == ("gelu" if activation == "gelu" else "gelu_new")
+    assert ours.norm1.eps == eps
+    x = torch.randn(2, 5, d, dtype=torch.float64)
+    assert _max_diff(ours(x), ref(x)) < TOL
+
+
+def test_decoder_layer_gelu_new_from_torch():
+    d, h = 8, 2
+    ref = nn.TransformerDecoderLayer(d, h, 16, dropout=0.0, batch_first=True, norm_first=True,
+                                     activation=nn.GELU(approximate="tanh"),
+                                     layer_norm_eps=1e-6).double()  # fmt: skip
+    _randomize(ref)
+    ours = DecoderLayer.from_torch(ref)
+    x, memory = torch.randn(2, 4, d, dtype=torch.float64), torch.randn(2, 3, d, dtype=torch.float64)
+    ref_out = ref(x, memory, tgt_mask=nn.Transformer.generate_square_subsequent_mask(4).double(),
+                  tgt_is_causal=True)  # fmt: skip
+    assert _max_diff(ours(x, memory), ref_out) < TOL
+
+
+@pytest.mark.parametrize(
+    ("name", "reference"),
+    [
+        ("relu", torch.relu),
+        ("gelu", lambda t: 0.5 * t * (1 + torch.erf(t / 2**0.5))),  # exact: x Phi(x)
+        # GPT-2's tanh approximation, written from the paper (Hendrycks & Gimpel 2016)
+        (
+            "gelu_new",
+            lambda t: 0.5 * t * (1 + torch.tanh((2 / torch.pi) ** 0.5 * (t + 0.044715 * t**3))),
+        ),
+    ],
+)
+def test_feedforward_activation_is_the_formula(name, reference):
+    ffn = FeedForward(4, 8, activation=name).double()
+    x = torch.linspace(-4, 4, 12, dtype=torch.float64).reshape(3, 4)
+    expected = ffn.linear2(reference(ffn.linear1(x)))
+    assert _max_diff(ffn(x), expected) < 1e-12
+    if name == "gelu_new":  # and the approximation is what torch calls tanh-gelu, not exact gelu
+        h = ffn.linear1(x)
+        assert _max_diff(reference(h), torch.nn.functional.gelu(h, approximate="tanh")) < 1e-12
+        assert _max_diff(reference(h), torch.nn.functional.gelu(h)) > 1e-6
+
+
+def test_residual_is_post_ln_or_pre_ln():
+    norm, sub = nn.LayerNorm(4).double(), nn.Linear(4, 4).double()
+    _randomize(norm)
+    x = torch.randn(2, 3, 4, dtype=torch.float64)
+    drop = nn.Identity()
+    assert _max_diff(residual(x, sub, norm, drop), norm(x + sub(x))) == 0
+    assert _max_diff(residual(x, sub, norm, drop, norm_first=True), x + sub(norm(x))) == 0
 
 
 # --------------------------------------------------------------------------- parameter counts

@@ -18,6 +18,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+pytestmark = pytest.mark.slow  # `make slow`, not `make unit`
+
 
 def _free_port() -> int:
     with socket.socket() as s:

@@ -10,17 +10,15 @@ import inspect
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 import course_lib
+from tools import sync_environment
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import sync_environment  # noqa: E402
 
 LECTURES = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 EXERCISE_NBS = sorted((ROOT / "solutions").glob("*.ipynb")) + sorted(

@@ -15,7 +15,6 @@ npm registry and are cached in build/vendor/).
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -24,10 +23,11 @@ import nbformat
 import pytest
 from _browser import Browser
 
+from tools import add_slide_metadata, build_site
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import add_slide_metadata  # noqa: E402
-import build_site  # noqa: E402
+
+pytestmark = pytest.mark.slow  # `make slow`, not `make unit`
 
 PAGE_TIMEOUT = 60  # seconds for one page to load and typeset (2 busy cores, large pages)
 DECK = "01_softmax.html"
@@ -287,7 +287,7 @@ def test_no_slide_overflows_its_frame(slides, chromium):
 
 def test_deck_cuts_a_lecture_into_slides_with_notes():
     """One idea per slide: headings open slides, long prose becomes speaker notes."""
-    from sitebuild.deck import LIMIT, NOTE_CHARS, deck_slides
+    from tools.sitebuild.deck import LIMIT, NOTE_CHARS, deck_slides
 
     nb = nbformat.v4.new_notebook()
     long = "word " * (NOTE_CHARS // 4)

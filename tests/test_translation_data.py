@@ -18,7 +18,7 @@ from course_lib.data import (
     make_translation_data,
     realize,
     sample_sentence,
-    tokenize,
+    word_tokens,
 )
 
 
@@ -220,12 +220,12 @@ def test_realize_and_generate_reject_bad_arguments():
 # ---- tokens, vocabularies, batches ----
 
 
-def test_tokenize_lowercases_and_splits_punctuation():
-    assert tokenize("The cat sat on the mat.") == ["the", "cat", "sat", "on", "the", "mat"]
-    assert tokenize("Кот, который спал") == ["кот", ",", "который", "спал"]
-    assert tokenize("le chat s'est assis") == ["le", "chat", "s'est", "assis"]
+def test_word_tokens_lowercases_and_splits_punctuation():
+    assert word_tokens("The cat sat on the mat.") == ["the", "cat", "sat", "on", "the", "mat"]
+    assert word_tokens("Кот, который спал") == ["кот", ",", "который", "спал"]
+    assert word_tokens("le chat s'est assis") == ["le", "chat", "s'est", "assis"]
     with pytest.raises(TypeError, match="sentence must be a str"):
-        tokenize(["the", "cat"])
+        word_tokens(["the", "cat"])
 
 
 def test_vocab_special_tokens_encode_and_decode():

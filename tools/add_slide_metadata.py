@@ -1,7 +1,7 @@
 """Give every cell of the lecture notebooks reveal.js slide metadata (``make slides`` needs it).
 
-    python tools/add_slide_metadata.py [NOTEBOOK.ipynb ...]   # default: notebooks/[0-9][0-9]_*.ipynb
-    python tools/add_slide_metadata.py --check [...]          # exit 1 if a notebook would change
+    python -m tools.add_slide_metadata [NOTEBOOK.ipynb ...]   # default: notebooks/[0-9][0-9]_*.ipynb
+    python -m tools.add_slide_metadata --check [...]          # exit 1 if a notebook would change
 
 The rule, so that a deck follows the lecture's own structure:
 
@@ -66,7 +66,7 @@ def main(argv: list[str]) -> int:
                 print(f"updated {path}")
     if check and stale:
         print("slide metadata missing or stale in: " + ", ".join(str(p) for p in stale))
-        print("run: .venv/bin/python tools/add_slide_metadata.py")
+        print("run: .venv/bin/python -m tools.add_slide_metadata")
         return 1
     return 0
 

@@ -1,8 +1,8 @@
 """Build the course as a static site, and every lecture as a reveal.js slide deck, for offline use.
 
-    python tools/build_site.py site [OUT]      # default build/site: README + every notebook + decks
-    python tools/build_site.py site OUT --no-solutions   # leave solutions/ out of the site
-    python tools/build_site.py slides [OUT]    # default build/slides: the decks alone
+    python -m tools.build_site site [OUT]      # default build/site: README + every notebook + decks
+    python -m tools.build_site site OUT --no-solutions   # leave solutions/ out of the site
+    python -m tools.build_site slides [OUT]    # default build/slides: the decks alone
 
 ``make site`` publishes the solutions by default (``make site SOLUTIONS=0`` leaves them out: an
 instructor whose students use the site should not hand them the answers). The site links each
@@ -12,11 +12,11 @@ What "offline" means here: no page loads anything from another site. nbconvert's
 load require.js, MathJax, mermaid, jQuery and reveal.js from CDNs; our templates drop them.
 Formulas are typeset by KaTeX and slides run on reveal.js, both taken from the npm registry at
 build time (pinned, integrity-checked, cached in ``build/vendor/``) and copied into the site
-with their licences. The interactive attention views carry their own JavaScript
+with their licences; ``tools/offline_html.py`` checks every page. The interactive attention views carry their own JavaScript
 (course_lib.viz).
 
 The work is done by the package ``tools/sitebuild`` (one module per idea, templates as files):
-``vendor`` (npm), ``offline`` (the no-CDN check, shared with export_html.py), ``links``,
+``vendor`` (npm), ``links``,
 ``pages`` (the site), ``deck`` (the slides).
 """
 
@@ -25,10 +25,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sitebuild.deck import build_slides
-from sitebuild.links import ROOT, BrokenLinks
-from sitebuild.offline import EXTERNAL, check_offline
-from sitebuild.pages import build_site
+from tools.offline_html import EXTERNAL, check_offline
+from tools.sitebuild.deck import build_slides
+from tools.sitebuild.links import ROOT, BrokenLinks
+from tools.sitebuild.pages import build_site
 
 __all__ = ["EXTERNAL", "BrokenLinks", "build_site", "build_slides", "check_offline"]
 

@@ -1,13 +1,13 @@
 """Export a notebook to one HTML page that opens with no network (for handouts and tests).
 
-    python tools/export_html.py NOTEBOOK.ipynb OUT.html            # the saved outputs
-    python tools/export_html.py NOTEBOOK.ipynb OUT.html --execute  # run it first
+    python -m tools.export_html NOTEBOOK.ipynb OUT.html            # the saved outputs
+    python -m tools.export_html NOTEBOOK.ipynb OUT.html --execute  # run it first
 
 nbconvert's default "lab" template loads require.js and MathJax (and, when needed, mermaid
 and the widget manager) from a CDN. This template keeps the lab look but drops those
 scripts: the course's interactive views carry their own JavaScript (course_lib.viz), and
-formulas are left as TeX source. The result is checked with the site's own offline check
-(tools/sitebuild/offline.py): no element may load anything from another site.
+formulas are left as TeX source. The result is checked by :func:`tools.offline_html.check_offline`:
+nothing in it may load from another site.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from pathlib import Path
 import nbformat
 from jinja2 import DictLoader
 from nbconvert import HTMLExporter
-from sitebuild.offline import check_offline
 
-OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
-{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
-{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
-{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
-{% block jupyter_widgets %}{% endblock jupyter_widgets %}
-"""
+from tools.nbbuild import run_notebook
+from tools.offline_html import check_offline, offline_template
+
+# The lab look without CDN scripts; MathJax dropped too (formulas stay TeX source).
+OFFLINE_TEMPLATE = offline_template(
+    "{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}\n"
+)
 
 
 def export_offline_html(nb: nbformat.NotebookNode) -> str:
@@ -48,12 +48,7 @@ def main(argv: list[str]) -> int:
     src, out = Path(argv[0]), Path(argv[1])
     nb = nbformat.read(src, as_version=4)
     if len(argv) == 3:
-        from nbclient import NotebookClient
-
-        NotebookClient(
-            nb, timeout=600, kernel_name="python3",
-            resources={"metadata": {"path": str(src.resolve().parent)}},
-        ).execute()  # fmt: skip
+        run_notebook(nb, src.resolve().parent)
     out.write_text(export_offline_html(nb), encoding="utf-8")
     print(f"wrote {out}")
     return 0

@@ -1,7 +1,7 @@
 """Generate exercises/ from solutions/: the solutions are the single source of every exercise.
 
-    python tools/make_exercises.py          # (re)write exercises/*.ipynb
-    python tools/make_exercises.py --check  # exit 1 if a committed exercise is out of date
+    python -m tools.make_exercises          # (re)write exercises/*.ipynb
+    python -m tools.make_exercises --check  # exit 1 if a committed exercise is out of date
 
 In a solution notebook, the answer to an exercise stands between two marker lines::
 

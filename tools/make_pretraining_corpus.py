@@ -1,6 +1,6 @@
 """Maintainer's tool: extract the lecture-08 pretraining corpus from Python's own documentation.
 
-    python tools/make_pretraining_corpus.py      # rewrites course_lib/data/pretraining_corpus.txt
+    python -m tools.make_pretraining_corpus      # rewrites course_lib/data/pretraining_corpus.txt
 
 Why this text: it is real English prose written by people (not generated), it ships with every
 CPython installation (no download, no licence doubt: PSF licence), and it comes in documents

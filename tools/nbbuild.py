@@ -1,7 +1,7 @@
 """Author's tool: turn a py:percent script into an executed notebook, or re-execute one.
 
-    python tools/nbbuild.py SCRIPT.py NOTEBOOK.ipynb   # build from a script, then execute
-    python tools/nbbuild.py NOTEBOOK.ipynb            # re-execute in place (refresh outputs)
+    python -m tools.nbbuild SCRIPT.py NOTEBOOK.ipynb   # build from a script, then execute
+    python -m tools.nbbuild NOTEBOOK.ipynb            # re-execute in place (refresh outputs)
 
 Script format: cells start with ``# %%`` (code) or ``# %% [markdown]`` (markdown, every line
 prefixed with ``# ``). Tags go on the marker line: ``# %% tags=["nbval-ignore-output"]``.
@@ -19,6 +19,8 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+from tools.add_slide_metadata import add_slide_metadata
 
 MARKER = re.compile(r"^# %%(?P<md> \[markdown\])?(?:\s+tags=(?P<tags>\[.*\]))?\s*$")
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
@@ -55,13 +57,19 @@ def parse_script(text: str) -> nbformat.NotebookNode:
     return nb
 
 
+def run_notebook(nb: nbformat.NotebookNode, folder: Path, timeout: int = 600) -> None:
+    """Execute ``nb`` in place, top to bottom, in a python3 kernel whose working directory is
+    ``folder`` (the one place the tools and tests call nbclient)."""
+    NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
+    ).execute()
+
+
 def execute(nb: nbformat.NotebookNode, folder: Path, timeout: int = 600) -> None:
+    """:func:`run_notebook`, then make the metadata and outputs machine-independent."""
     nb.metadata["kernelspec"] = KERNELSPEC
     nb.metadata["language_info"] = LANGUAGE_INFO
-    client = NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
-    )
-    client.execute()
+    run_notebook(nb, folder, timeout)
     # nbclient records the exact python version; keep metadata machine-independent.
     nb.metadata["language_info"] = LANGUAGE_INFO
     for cell in nb.cells:
@@ -90,8 +98,6 @@ def main(argv: list[str]) -> int:
         return 2
     execute(nb, out.resolve().parent)
     if out.resolve().parent.name == "notebooks":  # lectures double as reveal.js decks
-        from add_slide_metadata import add_slide_metadata
-
         add_slide_metadata(nb)
     nbformat.write(nb, out)
     print(f"wrote {out}")

@@ -1,7 +1,7 @@
 """Write environment.yml (Binder / conda) from requirements.txt, so the two never disagree.
 
-    python tools/sync_environment.py          # rewrite environment.yml
-    python tools/sync_environment.py --check  # exit 1 if environment.yml is out of date
+    python -m tools.sync_environment          # rewrite environment.yml
+    python -m tools.sync_environment --check  # exit 1 if environment.yml is out of date
 
 torch comes from conda-forge as ``pytorch-cpu`` (the CPU build, at the pinned version); every
 other package is installed by pip at exactly the version pinned in requirements.txt.
@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
     target = ROOT / "environment.yml"
     if "--check" in argv:
         if not target.exists() or target.read_text() != text:
-            print("environment.yml is out of date: run python tools/sync_environment.py")
+            print("environment.yml is out of date: run python -m tools.sync_environment")
             return 1
         return 0
     target.write_text(text)

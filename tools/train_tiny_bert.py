@@ -1,7 +1,7 @@
 """Maintainer's tool: pretrain the lecture-08 tiny BERT (MLM + NSP) and save its checkpoint.
 
-    python tools/train_tiny_bert.py                    # writes course_lib/data/tiny_bert.pt
-    python tools/train_tiny_bert.py --steps 500 --out /tmp/x.pt   # a quick trial
+    python -m tools.train_tiny_bert                    # writes course_lib/data/tiny_bert.pt
+    python -m tools.train_tiny_bert --steps 500 --out /tmp/x.pt   # a quick trial
 
 Deterministic: one thread, fixed seeds and a fixed number of steps, so the same command on
 the same machine gives bit-identical weights (another CPU may change the last bits). The
@@ -13,11 +13,9 @@ in the notebook's 90-second budget; the notebook still trains a fresh model live
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402

@@ -28,7 +28,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from .._validation import check_positive_int
+from .._validation import check_positive_int, check_token_sequence
 from ..tokenization import BPETokenizer, train_bpe
 
 __all__ = [
@@ -96,6 +96,8 @@ def pair_input(
     >>> pair_input(["a", "b"], ["c"])
     (['[CLS]', 'a', 'b', '[SEP]', 'c', '[SEP]'], [0, 0, 0, 0, 1, 1])
     """
+    tokens_a = check_token_sequence(tokens_a, "tokens_a")
+    tokens_b = check_token_sequence(tokens_b, "tokens_b")
     tokens = [cls, *tokens_a, sep, *tokens_b, sep]
     segments = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
     return tokens, segments
@@ -106,7 +108,7 @@ def truncate_pair(
 ) -> tuple[list[T], list[T]]:
     """Drop tokens from the end of the longer sentence until both fit in ``max_tokens``."""
     max_tokens = check_positive_int(max_tokens, "max_tokens", allow_zero=True)
-    a, b = list(tokens_a), list(tokens_b)
+    a, b = check_token_sequence(tokens_a, "tokens_a"), check_token_sequence(tokens_b, "tokens_b")
     while len(a) + len(b) > max_tokens:
         (a if len(a) > len(b) else b).pop()
     return a, b

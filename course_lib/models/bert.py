@@ -26,6 +26,7 @@ from torch import nn
 
 from .._validation import check_positive_int
 from ..layers import Encoder
+from .configs import TINY_BERT, TINY_BERT_PRETRAINING
 
 __all__ = [
     "TinyBert",
@@ -233,24 +234,9 @@ def bert_parameter_count(
 
 
 # The lecture's tiny BERT: its size, and how tools/train_tiny_bert.py pretrains the checkpoint.
-TINY_BERT_CONFIG = {
-    "d_model": 64,
-    "num_layers": 2,
-    "num_heads": 4,
-    "d_ff": 256,
-    "max_len": 64,
-    "type_vocab_size": 2,
-    "dropout": 0.0,
-    "pad_id": 0,
-}
-TINY_BERT_TRAINING = {
-    "seed": 0,
-    "steps": 4000,
-    "batch_size": 32,
-    "lr": 2e-3,
-    "warmup": 200,
-    "tokenizer_vocab_size": 2000,
-}
+# Typed and commented in configs.py; these dict spellings are what lecture 08 prints.
+TINY_BERT_CONFIG = TINY_BERT.as_dict()
+TINY_BERT_TRAINING = TINY_BERT_PRETRAINING.as_dict()
 CHECKPOINT = Path(__file__).resolve().parents[1] / "data" / "tiny_bert.pt"
 
 

@@ -211,5 +211,14 @@ def translation_loss(model: nn.Module, batch) -> torch.Tensor:
     ``batch`` is a :class:`course_lib.data.Batch` (teacher forcing: the decoder reads
     ``tgt_in`` = ``<bos> y_1 … y_n`` and must predict ``tgt_out`` = ``y_1 … y_n <eos>``).
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not hasattr(batch, "tgt_mask"):
+        raise TypeError(f"batch must be a course_lib.data.Batch, got {type(batch).__name__}")
+    if not batch.tgt_mask.any():
+        raise ValueError(
+            "batch.tgt_mask has no True position: there is no target word to predict, and "
+            "the mean cross-entropy over nothing would be nan"
+        )
     logits = model(batch.src, batch.src_mask, batch.tgt_in)
     return F.cross_entropy(logits[batch.tgt_mask], batch.tgt_out[batch.tgt_mask])

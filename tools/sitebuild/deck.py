@@ -33,8 +33,8 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
+from ..offline_html import check_offline
 from .links import ROOT
-from .offline import check_offline
 from .pages import executed, fresh_output, katex_head, template, title_of
 from .vendor import REVEAL, vendor
 

@@ -18,9 +18,10 @@ from pathlib import Path
 import nbformat
 from jinja2 import DictLoader
 from markdown_it import MarkdownIt
-from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
+from ..nbbuild import run_notebook
+from ..offline_html import check_offline, offline_template
 from .links import (
     MARKDOWN_PAGES,
     NOTEBOOK_DIRS,
@@ -31,7 +32,6 @@ from .links import (
     rewrite_links,
     site_path,
 )
-from .offline import check_offline
 from .vendor import KATEX, vendor
 
 __all__ = ["build_site", "executed", "fresh_output", "katex_head", "notebook_sources", "template"]
@@ -109,10 +109,7 @@ def executed(source: Path, log=print) -> nbformat.NotebookNode:
     key = (source, source.stat().st_mtime_ns)
     if key not in _EXECUTED:
         log(f"executing {source.relative_to(ROOT)} (its committed outputs are partial)")
-        NotebookClient(
-            nb, timeout=600, kernel_name="python3",
-            resources={"metadata": {"path": str(source.parent)}},
-        ).execute()  # fmt: skip
+        run_notebook(nb, source.parent)
         _EXECUTED[key] = nb
     return copy.deepcopy(_EXECUTED[key])
 
@@ -156,7 +153,11 @@ def build_site(out: Path, *, solutions: bool = True, slides: bool = True, log=pr
         decks = {Path("slides") / d for d in build_slides(out / "slides", static_dir, log=log)}
     exporter = HTMLExporter(
         template_name="lab",
-        extra_loaders=[DictLoader({"course_site.html.j2": template("notebook.html.j2")})],
+        extra_loaders=[
+            DictLoader(
+                {"course_site.html.j2": offline_template(template("notebook_blocks.html.j2"))}
+            )
+        ],
         template_file="course_site.html.j2",
         embed_images=True,
     )

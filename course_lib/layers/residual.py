@@ -1,0 +1,37 @@
+"""The residual connection around a sublayer, written once for post-LN and pre-LN.
+
+Every transformer layer (encoder, decoder, GPT block) wraps each sublayer the same way;
+the only choice is where the LayerNorm goes:
+
+* post-LN (2017 paper, BERT): ``norm(x + dropout(sublayer(x)))``
+* pre-LN (GPT-2, most models since): ``x + dropout(sublayer(norm(x)))``
+
+It is a function, not a module, so that a layer keeps its ``norm1``/``dropout1``... as its
+own attributes (the names in its ``state_dict`` and in torch's layers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+__all__ = ["residual"]
+
+
+def residual(
+    x: torch.Tensor,
+    sublayer: Callable[[torch.Tensor], torch.Tensor],
+    norm: nn.Module,
+    dropout: nn.Module,
+    norm_first: bool = False,
+) -> torch.Tensor:
+    """``x + dropout(sublayer(norm(x)))`` if ``norm_first`` else ``norm(x + dropout(sublayer(x)))``.
+
+    ``sublayer`` maps ``(batch, n, d_model)`` to the same shape (attention bound to its other
+    arguments, or the FFN); the result has ``x``'s shape.
+    """
+    if norm_first:
+        return x + dropout(sublayer(norm(x)))
+    return norm(x + dropout(sublayer(x)))

@@ -71,11 +71,13 @@ benchmarks: $(STAMP)
 
 # The course as static HTML (README + every notebook with outputs) and as reveal.js decks, both
 # offline: KaTeX and reveal.js come from the npm registry (cached in build/vendor/).
+# The site includes the decks and, by default, the solutions: make site SOLUTIONS=0 leaves them out.
+SOLUTIONS ?= 1
 site: $(STAMP)
-	$(PY) tools/build_site.py site build/site
+	$(PY) -m tools.build_site site build/site $(if $(filter 0,$(SOLUTIONS)),--no-solutions)
 
 slides: $(STAMP)
-	$(PY) tools/build_site.py slides build/slides
+	$(PY) -m tools.build_site slides build/slides
 
 clean:
 	rm -rf $(VENV) build _site graded

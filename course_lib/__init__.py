@@ -24,6 +24,7 @@ from .reproducibility import *  # noqa: F403
 from .rmsnorm import *  # noqa: F403
 from .rope import *  # noqa: F403
 from .softmax import *  # noqa: F403
+from .source import *  # noqa: F403
 from .swiglu import *  # noqa: F403
 from .training import *  # noqa: F403
 

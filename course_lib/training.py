@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from ._validation import check_finite_loss, check_positive_int, check_positive_number
 from .reproducibility import seed_everything
 
-__all__ = ["TrainingLog", "train", "learning_rate_at"]
+__all__ = ["TrainingLog", "train", "train_step", "learning_rate_at"]
 
 
 @dataclass
@@ -67,6 +67,31 @@ def learning_rate_at(
     if schedule == "cosine":
         return lr * 0.5 * (1.0 + math.cos(math.pi * progress))
     raise ValueError(f"schedule must be 'constant', 'linear' or 'cosine', got {schedule!r}")
+
+
+def train_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    loss_fn: Callable[[nn.Module, Any], torch.Tensor],
+    batch: Any,
+    clip_grad: float | None = 1.0,
+    *,
+    step: int = 0,
+) -> float:
+    """One optimisation step on ``batch``: loss, gradients, clipping, update; returns the loss.
+
+    The gradient norm is clipped over the parameters the optimizer updates (``clip_grad=None``:
+    no clipping). :func:`train` calls this once per step (``step`` names it in the error a
+    nan/inf or non-scalar loss raises).
+    """
+    loss = check_finite_loss(loss_fn(model, batch), step)  # forward pass: a finite scalar
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()  # gradients of the loss for every parameter
+    if clip_grad is not None:
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        nn.utils.clip_grad_norm_(params, clip_grad)
+    optimizer.step()  # AdamW moves each parameter against its gradient
+    return loss.item()
 
 
 def train(
@@ -129,13 +154,9 @@ def train(
     for step in bar:
         for group in optimizer.param_groups:
             group["lr"] = learning_rate_at(step, steps, lr, warmup, schedule)
-        loss = check_finite_loss(loss_fn(model, get_batch(step)), step)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip_grad is not None:
-            nn.utils.clip_grad_norm_(params, clip_grad)
-        optimizer.step()
-        log.losses.append(loss.item())
+        log.losses.append(
+            train_step(model, optimizer, loss_fn, get_batch(step), clip_grad, step=step)
+        )
         if step % 25 == 0 or step == steps - 1:
             bar.set_postfix(
                 loss=f"{sum(log.losses[-25:]) / len(log.losses[-25:]):.3f}", refresh=False

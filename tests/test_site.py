@@ -5,7 +5,8 @@ in it), then crawled from ``index.html``: every page reached by an internal link
 test fails on a link to a file or an anchor that does not exist, a link that leaves the site
 for another local file, an image that does not load, a console error in any frame, a formula
 KaTeX could not typeset or left as raw TeX, or any request to another host. One slide deck is
-opened and stepped through to its last slide with the same checks.
+opened and stepped through to its last slide with the same checks, and every slide of every
+deck is shown and measured: none may overflow its 16:9 frame.
 
 Skipped, with a message, only where no Chromium is installed (.ci/run installs Debian's
 ``chromium`` package). Building needs ``npm`` the first time (KaTeX and reveal.js come from the
@@ -60,10 +61,10 @@ PAGE_STATE_JS = r"""(() => {
 })()"""
 
 
-def _build(kind: str, out: Path) -> Path:
+def _build(kind: str, out: Path, **options) -> Path:
     try:
         if kind == "site":
-            build_site.build_site(out, log=lambda *_: None)
+            build_site.build_site(out, log=lambda *_: None, **options)
         else:
             build_site.build_slides(out, log=lambda *_: None)
     except build_site.BrokenLinks as err:
@@ -242,3 +243,80 @@ def test_a_deck_steps_through_offline(slides, chromium):
     problems = _page_problems(state, errors)
     assert not problems, problems
     assert not external, f"requests left the machine: {external[:10]}"
+
+
+# Every slide of the deck, shown in turn and measured once deck.js has fitted it.
+DECK_REPORT_JS = """(() => Reveal.getSlides().map(s => {
+  const i = Reveal.getIndices(s);
+  Reveal.slide(i.h, i.v);
+  return courseDeck.report(s);
+}))()"""
+
+
+@pytest.mark.slow
+def test_no_slide_overflows_its_frame(slides, chromium):
+    """Each deck at 1280 x 720: no slide's content may stick out of its frame or scroll."""
+    decks = sorted(p.name for p in slides.glob("[0-9][0-9]_*.html"))
+    assert len(decks) == len(list((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")))
+    problems, summary = [], []
+    with Browser(chromium) as browser:
+        for deck in decks:
+            _open(browser, (slides / deck).as_uri())
+            browser.wait_for(
+                lambda: browser.evaluate(
+                    "document.documentElement.dataset.deck === 'ready' && "
+                    "Array.from(document.images).every(i => i.complete)"
+                ),
+                PAGE_TIMEOUT,
+                f"{deck} to start",
+            )
+            reports = browser.evaluate(DECK_REPORT_JS)
+            minimum = browser.evaluate("courseDeck.minText")
+            for r in reports:
+                assert r["fontSize"] >= minimum, (deck, r)
+                if r["overflow"]:
+                    problems.append(f"{deck} slide {r['h']}.{r['v']} ({r['title'][:50]!r})")
+            shrunk = sum(r["fontSize"] < 28 for r in reports)
+            smallest = min(r["fontSize"] for r in reports)
+            summary.append(f"{deck}: {len(reports)} slides, {shrunk} shrunk, smallest {smallest}px")
+        assert not browser.console_errors, browser.console_errors[:5]
+        assert not browser.external_requests()
+    print("\n".join(summary))
+    assert not problems, "slides overflow their frame:\n  " + "\n  ".join(problems)
+
+
+def test_deck_cuts_a_lecture_into_slides_with_notes():
+    """One idea per slide: headings open slides, long prose becomes speaker notes."""
+    from tools.sitebuild.deck import LIMIT, NOTE_CHARS, deck_slides
+
+    nb = nbformat.v4.new_notebook()
+    long = "word " * (NOTE_CHARS // 4)
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# 01 · Title\n\n" + long + "\n\n## Learning goals\n- one"),
+        nbformat.v4.new_code_cell("x = 1"),
+        nbformat.v4.new_markdown_cell("## 1. A section\n\nShort text.\n\n$$a_1 = b_2$$"),
+        nbformat.v4.new_code_cell("\n".join(f"y{i} = {i}" for i in range(60))),
+        nbformat.v4.new_markdown_cell("### A sub-section\n\n" + long),
+    ]
+    slides = deck_slides(nb)
+    titles = [s.title for s in slides]
+    assert titles[:3] == ["01 · Title", "Learning goals", "1. A section"]
+    assert slides[0].notes and not slides[0].parts  # the long intro went to the notes
+    assert "$$a_1 = b_2$$" in slides[2].parts[1].html  # TeX untouched for KaTeX
+    assert titles[3:6] == ["1. A section (continued)"] * 3  # 60 lines of code: three slides
+    assert titles[-1] == "A sub-section" and slides[-1].notes
+    assert all(s.weight <= LIMIT for s in slides)
+    assert [s.new_stack for s in slides] == [True, True, True, False, False, False, False]
+
+
+@pytest.mark.slow
+def test_site_without_solutions(tmp_path):
+    """make site SOLUTIONS=0: no solution page, and no link into solutions/."""
+    out = _build("site", tmp_path / "site", solutions=False, slides=False)
+    assert not (out / "solutions").exists()
+    assert (out / "exercises").exists() and (out / "notebooks").exists()
+    for page in out.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        assert 'href="solutions/' not in text and 'href="../solutions/' not in text, page
+    lecture = (out / "notebooks" / "01_softmax.html").read_text(encoding="utf-8")
+    assert ">Solutions<" not in lecture and ">Exercises<" in lecture

@@ -58,7 +58,22 @@ def _bertviz_script(view: str) -> str:
     """bertviz's ``{view}.js`` with its CDN ``require.config`` replaced by the inlined modules."""
     text = _static(f"bertviz_{view}.js")
     start = text.index("requirejs([")
-    return _AMD_SHIM + text[start:]
+    text = _AMD_SHIM + text[start:]
+    if view == "model_view":
+        # bertviz draws the grid 970 px wide whatever the room: in a narrow notebook (JupyterLab
+        # at 1400 px with its file browser open) the right-hand heads were cut off. A viewBox
+        # lets the drawing shrink to the frame's width, keeping its proportions.
+        fixed = ".append('svg')\n                .attr(\"width\", DIV_WIDTH)"
+        if fixed not in text:
+            raise RuntimeError("bertviz model_view.js changed: cannot make its drawing fit")
+        text = text.replace(
+            fixed,
+            ".append('svg')\n"
+            '                .attr("viewBox", `0 0 ${DIV_WIDTH} ${config.divHeight}`)\n'
+            '                .style("max-width", "100%").style("height", "auto")\n'
+            '                .attr("width", DIV_WIDTH)',
+        )
+    return text
 
 
 def _prettify(tokens: list[str]) -> list[str]:

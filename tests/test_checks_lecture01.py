@@ -282,7 +282,10 @@ def test_check_mistakes_names_the_matching_mistake_only():
 def test_frozen_arrays_are_read_only_copies_built_from_plain_data():
     x = np.array([[1.0, -np.inf]])
     recipe = frozen(x)
-    assert isinstance(recipe, Built) and recipe.kwargs == {"data": [[1.0, -np.inf]], "dtype": "float64"}
+    assert isinstance(recipe, Built) and recipe.kwargs == {
+        "data": [[1.0, -np.inf]],
+        "dtype": "float64",
+    }
     built = recipe.build()
     assert np.array_equal(built, x) and not built.flags.writeable
     assert frozen(np.arange(3)).build().dtype == np.int64

@@ -29,6 +29,11 @@ def _softmax_rows(s, axis=-1):
 
 def self_attention(x, w_q, w_k, w_v):
     q, k, v = x @ w_q, x @ w_k, x @ w_v
+    return _softmax_rows(q @ np.swapaxes(k, -1, -2) / np.sqrt(k.shape[-1])) @ v
+
+
+def self_attention_2d(x, w_q, w_k, w_v):  # the textbook 2-D version: right only without a batch
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
     return _softmax_rows(q @ k.T / np.sqrt(k.shape[-1])) @ v
 
 
@@ -57,6 +62,9 @@ WRONG_2_1 = [
     ("returns A", _sa(lambda q, k, x: _softmax_rows(q @ k.T / np.sqrt(k.shape[-1])), lambda a, v: a),
      "not the weights A"),
     ("keys from W_Q", lambda x, w_q, w_k, w_v: self_attention(x, w_q, w_q, w_v), "own matrix"),
+    ("K.T on a batch", self_attention_2d, "reverses ALL axes"),
+    ("loops over batch 1 only", lambda x, w_q, w_k, w_v: self_attention(x.reshape(-1, x.shape[-1]), w_q, w_k, w_v),
+     "reverses ALL axes"),
     ("transposed weights crash", lambda x, w_q, w_k, w_v: self_attention(x, w_q.T, w_k.T, w_v.T),
      "raised ValueError"),
     ("the stub", _stub, STUB_MESSAGE),

@@ -167,7 +167,9 @@ def _same(got, wrong, rtol: float, atol: float) -> bool:
         g, w = np.asarray(got, dtype=float), np.asarray(wrong, dtype=float)
     except (TypeError, ValueError):
         return False
-    return g.shape == w.shape and bool(np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True))
+    if g.shape != w.shape or not np.isfinite(w).any():  # an all-nan mistake names nothing
+        return False
+    return bool(np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True))
 
 
 def check_mistakes(

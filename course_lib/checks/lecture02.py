@@ -23,18 +23,35 @@ def _weights(scores, axis=-1):
         return e / e.sum(axis=axis, keepdims=True)
 
 
+BATCH_HINT = (
+    "X may have leading (batch) axes: K.T reverses ALL axes of a 3-D array. Swap only the last "
+    "two: np.swapaxes(K, -1, -2), and take the softmax over axis=-1."
+)
+
+
 def check_self_attention(student_fn, *, seed: int = 0) -> None:
-    """Exercise 2.1: Z = softmax(X W_Q (X W_K)^T / sqrt(d_k)) X W_V."""
+    """Exercise 2.1: Z = softmax(X W_Q (X W_K)^T / sqrt(d_k)) X W_V for X (..., n, d_model)."""
     ex = "2.1"
     rng = np.random.default_rng((21, seed))
-    # d_model, d_k and d_v all differ, so a scale by the wrong width shows.
-    for n, d_model, d_k, d_v in ((4, 6, 3, 5), (1, 2, 2, 2), (5, 4, 9, 3), (3, 3, 3, 3)):
-        x = rng.normal(size=(n, d_model))
+    # d_model, d_k and d_v all differ, so a scale by the wrong width shows; then batches.
+    cases = [((4, 6), 3, 5), ((1, 2), 2, 2), ((5, 4), 9, 3), ((3, 3), 3, 3),
+             ((2, 4, 6), 3, 5), ((2, 3, 5, 4), 2, 3)]  # fmt: skip
+    for x_shape, d_k, d_v in cases:
+        *lead, n, d_model = x_shape
+        batched = bool(lead)
+        x = rng.normal(size=x_shape)
         w_q, w_k = rng.normal(size=(d_model, d_k)), rng.normal(size=(d_model, d_k))
         w_v = rng.normal(size=(d_model, d_v))
-        got = call_student(ex, student_fn, x, w_q, w_k, w_v)
+        try:
+            got = call_student(ex, student_fn, x, w_q, w_k, w_v)
+        except ExerciseError as err:
+            if batched and "raised" in err.message:
+                raise ExerciseError(
+                    ex, err.message + f" (X of shape {x_shape})", BATCH_HINT
+                ) from None
+            raise
         q, k, v = project_qkv(x, w_q, w_k, w_v)
-        s = q @ k.T
+        s = q @ np.swapaxes(k, -1, -2)
         mistakes = {
             "scale by sqrt(d_k), the width of the keys (K.shape[-1]), not by sqrt(d_model).": (
                 _weights(s / np.sqrt(d_model)) @ v
@@ -42,22 +59,25 @@ def check_self_attention(student_fn, *, seed: int = 0) -> None:
             "divide the scores by the SQUARE ROOT of d_k, not by d_k.": _weights(s / d_k) @ v,
             "divide the scores by sqrt(d_k) before the softmax.": _weights(s) @ v,
             "the softmax runs along each row (axis=-1: one query's weights over the keys), "
-            "not down the columns.": softmax(s / np.sqrt(d_k), axis=0) @ v,
-            "scores are Q @ K.T (rows = queries); K @ Q.T transposes the weights.": (
-                _weights(s.T / np.sqrt(d_k)) @ v
+            "not down the columns.": _weights(s / np.sqrt(d_k), axis=-2) @ v,
+            "scores are Q @ K^T (rows = queries); K @ Q^T transposes the weights.": (
+                _weights(np.swapaxes(s, -1, -2) / np.sqrt(d_k)) @ v
             ),
             "return Z = A @ V, not the weights A.": _weights(s / np.sqrt(d_k)),
-            "K = X @ W_K: the keys use their own matrix.": (_weights(q @ q.T / np.sqrt(d_k)) @ v),
+            "K = X @ W_K: the keys use their own matrix.": (
+                _weights(q @ np.swapaxes(q, -1, -2) / np.sqrt(d_k)) @ v
+            ),
         }
-        check_mistakes(
-            ex,
-            got,
-            scaled_dot_product_attention(q, k, v)[0],
-            what=f"Z for {n} tokens (d_model={d_model}, d_k={d_k}, d_v={d_v})",
-            hint="Q = X @ W_Q (same for K, V); scores = Q @ K.T / sqrt(d_k); "
-            "softmax along each row; Z = A @ V.",
-            mistakes=mistakes,
-        )
+        expected = scaled_dot_product_attention(q, k, v)[0]
+        try:
+            check_mistakes(ex, got, expected,
+                           what=f"Z for X of shape {x_shape} (d_k={d_k}, d_v={d_v})",
+                           hint="Q = X @ W_Q (same for K, V); scores = Q @ K^T / sqrt(d_k); "
+                           "softmax along each row; Z = A @ V.", mistakes=mistakes)  # fmt: skip
+        except ExerciseError as err:
+            if batched and np.shape(got) != expected.shape and err.hint not in mistakes:
+                raise ExerciseError(ex, err.message, BATCH_HINT) from None
+            raise
     passed(ex, "self-attention from X, W_Q, W_K, W_V")
 
 

@@ -1,19 +1,32 @@
-"""Lecture 01 checks: each passes a right answer, and fails wrong answers and stubs loudly."""
+"""Lecture 01 checks: right answers pass, each usual mistake fails with the hint naming it."""
 
 import numpy as np
 import pytest
 from _exercise_stub import STUB_MESSAGE
 from _exercise_stub import stub as _stub
-from scipy.special import softmax as scipy_softmax
 
-from course_lib.checks import ExerciseError, call_student, check_array, check_value, passed
+from course_lib import softmax
+from course_lib.checks import (
+    Built,
+    ExerciseError,
+    call_student,
+    call_student_frozen,
+    check_array,
+    check_mistakes,
+    check_value,
+    frozen,
+    passed,
+)
 from course_lib.checks.lecture01 import (
     check_attention_weights,
+    check_saturation,
     check_softmax_temperature,
     check_stable_softmax,
 )
 
-# --- reference answers, written the way a student would ------------------------------------
+SEEDS = (0, 1, 2024)
+
+# --- right answers: the solution's way and a differently written one ---------------------------
 
 
 def stable_softmax(x):
@@ -22,142 +35,205 @@ def stable_softmax(x):
     return e / np.sum(e, axis=-1, keepdims=True)
 
 
+def stable_softmax_loop(x):  # row by row, float32-proof, never touches x
+    out = np.empty(np.shape(x))
+    for idx in np.ndindex(*np.shape(x)[:-1]):
+        row = np.asarray(x[idx], dtype=np.float64)
+        e = np.exp(row - row.max())
+        out[idx] = e / e.sum()
+    return out
+
+
 def softmax_temperature(x, t):
     if t <= 0:
         raise ValueError(f"temperature must be positive, got {t}")
     return stable_softmax(x / t)
 
 
+def softmax_temperature_alt(x, t):
+    if not t > 0:
+        raise ValueError("T > 0 needed")
+    return softmax(np.asarray(x) * (1.0 / t))
+
+
 def attention_weights(scores, d_k):
     return stable_softmax(scores / np.sqrt(d_k))
+
+
+def attention_weights_alt(scores, d_k):
+    return stable_softmax_loop(np.asarray(scores) / d_k**0.5)
+
+
+# --- wrong answers: (mistake, answer, fragment of the hint it must get) ------------------------
+
+
+def _naive(x):
+    e = np.exp(x)
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def _global_max(x):
+    e = np.exp(x - np.max(x))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def _axis0(x):
+    e = np.exp(x - np.max(x, axis=0, keepdims=True))
+    return e / np.sum(e, axis=0, keepdims=True)
+
+
+def _no_keepdims(x):
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1)
+
+
+def _in_place(x):
+    x -= np.max(x, axis=-1, keepdims=True)
+    return np.exp(x) / np.exp(x).sum(axis=-1, keepdims=True)
+
+
+WRONG_1_1 = [
+    ("no max subtracted", _naive, "Subtract the maximum of each row"),
+    ("global max", _global_max, "maximum of the WHOLE array"),
+    ("softmax along axis 0", _axis0, "not axis 0"),
+    ("sum without keepdims", _no_keepdims, "keepdims=True"),
+    ("changes its input in place", _in_place, "changes the caller's array in place"),
+    ("returns a scalar", lambda x: np.float64(1.0), "expected an array of shape"),
+    ("the stub", _stub, STUB_MESSAGE),
+]
+
+WRONG_1_2 = [
+    ("multiplies by T", lambda x, t: stable_softmax(x * t), "you multiplied by T"),
+    ("divides after the softmax", lambda x, t: stable_softmax(x) / t, r"not softmax\(x\) / T"),
+    ("no guard (T = 0 gives nan)",
+     lambda x, t: stable_softmax(x / t), r"for T=0 your function returned .* instead of raising"),
+    ("clamps T", lambda x, t: stable_softmax(x / max(t, 1e-3)), "raise ValueError"),
+    ("guards T == 0 only",
+     lambda x, t: stable_softmax(x / t) if t != 0 else (_ for _ in ()).throw(ValueError("0")),
+     "a negative T silently flips"),
+    ("raises the wrong error",
+     lambda x, t: stable_softmax(x / t) if t > 0 else (_ for _ in ()).throw(ZeroDivisionError("T")),
+     "raised ZeroDivisionError"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
+
+WRONG_1_3 = [
+    ("divides by d_k", lambda s, d_k: stable_softmax(s / d_k), "SQUARE ROOT of d_k"),
+    ("no scaling", lambda s, d_k: stable_softmax(s), "must be scaled"),
+    ("multiplies by sqrt(d_k)", lambda s, d_k: stable_softmax(s * np.sqrt(d_k)), "not multiplying"),
+    ("softmax along axis 0", lambda s, d_k: _axis0(s / np.sqrt(d_k)), "not axis 0"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
 
 
 # --- Exercise 1.1 --------------------------------------------------------------------------
 
 
-def test_stable_softmax_passes_reference_and_library(capsys):
-    check_stable_softmax(stable_softmax)
-    check_stable_softmax(lambda x: scipy_softmax(x, axis=-1))  # independent, written differently
-    assert capsys.readouterr().out == "✅ Exercise 1.1 passed: stable softmax\n" * 2
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [stable_softmax, stable_softmax_loop, softmax])
+def test_stable_softmax_passes_right_answers(answer, seed, capsys):
+    check_stable_softmax(answer, seed=seed)
+    assert capsys.readouterr().out == "✅ Exercise 1.1 passed: stable softmax\n"
 
 
-def test_stable_softmax_fails_without_max_subtraction():
-    def naive(x):
-        e = np.exp(x)
-        return e / np.sum(e, axis=-1, keepdims=True)
+@pytest.mark.parametrize("seed", SEEDS[:2])
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_1_1, ids=[w[0] for w in WRONG_1_1])
+def test_stable_softmax_names_the_mistake(mistake, answer, hint, seed):
+    with pytest.raises(ExerciseError, match=hint):
+        check_stable_softmax(answer, seed=seed)
 
-    with pytest.raises(ExerciseError, match=r"large logits \[1000, 999, 998\]") as err:
-        check_stable_softmax(naive)
+
+def test_global_max_fails_on_the_issue_example_with_expected_and_got():
+    with pytest.raises(ExerciseError, match=r"\[\[1000, 999\], \[0, -1\]\]") as err:
+        check_stable_softmax(_global_max)
     text = str(err.value)
-    assert "expected [0.6652 0.2447 0.09" in text and "got      [nan nan nan]" in text
-    assert "nan or inf" in text and "Subtract the maximum" in text
-    assert "Exercise 1.1 is not right yet" in str(err.value)
+    assert "expected [[0.7311 0.2689]\n" in text and "[   nan    nan]]" in text, text
+    assert "Exercise 1.1 is not right yet" in text and "nan or inf" in text
 
 
-def test_stable_softmax_fails_wrong_axis_with_expected_and_got():
-    def wrong_axis(x):
-        e = np.exp(x - np.max(x))
-        return e / np.sum(e, axis=0, keepdims=True)
-
-    with pytest.raises(ExerciseError, match=r"2-D batch") as err:
-        check_stable_softmax(wrong_axis)
-    assert "expected" in str(err.value) and "got" in str(err.value)
-    assert "axis=-1" in str(err.value)
-
-
-def test_stable_softmax_fails_wrong_shape():
-    with pytest.raises(ExerciseError, match=r"expected an array of shape \(2,\), got shape \(\)"):
-        check_stable_softmax(lambda x: np.float64(1.0))
-
-
-def test_stable_softmax_fails_stub():
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_stable_softmax(_stub)
+def test_naive_softmax_fails_on_large_logits_with_expected_and_got():
+    with pytest.raises(ExerciseError, match=r"large logits \[1000, 999, 998\]") as err:
+        check_stable_softmax(_naive)
+    assert "expected [0.6652 0.2447 0.09" in str(err.value)
+    assert "got      [nan nan nan]" in str(err.value)
 
 
 # --- Exercise 1.2 --------------------------------------------------------------------------
 
 
-def test_temperature_passes_reference(capsys):
-    check_softmax_temperature(softmax_temperature)
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [softmax_temperature, softmax_temperature_alt])
+def test_temperature_passes_right_answers(answer, seed, capsys):
+    check_softmax_temperature(answer, seed=seed)
     assert capsys.readouterr().out == "✅ Exercise 1.2 passed: softmax with temperature\n"
 
 
-def test_temperature_fails_when_multiplying_by_t():
-    with pytest.raises(ExerciseError, match=r"temperature T=0.5") as err:
-        check_softmax_temperature(lambda x, t: stable_softmax(x * t))
-    assert "expected" in str(err.value) and "got" in str(err.value)
-    assert "softmax(x / T)" in str(err.value)
-
-
-def test_temperature_fails_when_t_zero_does_not_raise():
-    def no_guard(x, t):
-        with np.errstate(all="ignore"):
-            return stable_softmax(x / t)  # x / 0 = inf, inf - inf = nan: no exception
-
-    with pytest.raises(
-        ExerciseError, match=r"for T=0 your function returned .* instead of raising"
-    ):
-        check_softmax_temperature(no_guard)
-
-    def clamps(x, t):
-        return stable_softmax(x / max(t, 1e-3))  # "fixes" T=0 silently
-
-    with pytest.raises(ExerciseError, match=r"raise ValueError"):
-        check_softmax_temperature(clamps)
-
-
-def test_temperature_fails_when_negative_t_does_not_raise():
-    def zero_only(x, t):
-        if t == 0:
-            raise ValueError("T must not be 0")
-        return stable_softmax(x / t)  # T = -1 silently flips the distribution
-
-    with pytest.raises(
-        ExerciseError, match=r"for T=-1 your function returned .* instead of raising"
-    ):
-        check_softmax_temperature(zero_only)
-
-
-def test_temperature_fails_when_t_zero_raises_something_else():
-    def wrong_error(x, t):
-        if t == 0:
-            raise ZeroDivisionError("T is zero")
-        return stable_softmax(x / t)
-
-    with pytest.raises(ExerciseError, match=r"raised ZeroDivisionError: T is zero"):
-        check_softmax_temperature(wrong_error)
-
-
-def test_temperature_fails_stub():
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_softmax_temperature(_stub)
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_1_2, ids=[w[0] for w in WRONG_1_2])
+def test_temperature_names_the_mistake(mistake, answer, hint):
+    with np.errstate(all="ignore"), pytest.raises(ExerciseError, match=hint):
+        check_softmax_temperature(answer, seed=1)
 
 
 # --- Exercise 1.3 --------------------------------------------------------------------------
 
 
-def test_attention_weights_passes_reference(capsys):
-    check_attention_weights(attention_weights)
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [attention_weights, attention_weights_alt])
+def test_attention_weights_passes_right_answers(answer, seed, capsys):
+    check_attention_weights(answer, seed=seed)
     assert capsys.readouterr().out == "✅ Exercise 1.3 passed: attention weights from scores\n"
 
 
-def test_attention_weights_fails_scaling_by_d_k():
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_1_3, ids=[w[0] for w in WRONG_1_3])
+def test_attention_weights_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_attention_weights(answer, seed=3)
+
+
+def test_attention_weights_shows_the_notes_values():
     with pytest.raises(ExerciseError, match=r"scores \[112.0, 96.0\] with d_k=64") as err:
         check_attention_weights(lambda s, d_k: stable_softmax(s / d_k))
-    text = str(err.value)
-    assert "expected [0.8808 0.1192]" in text  # 1 / (1 + e^-2), the notes' 0.88 / 0.12
-    assert "got" in text and "square root of d_k" in text
+    assert "expected [0.8808 0.1192]" in str(err.value)  # 1 / (1 + e^-2), the notes' 0.88 / 0.12
 
 
-def test_attention_weights_fails_without_scaling():
-    with pytest.raises(ExerciseError, match=r"(?s)\n  expected .*\n  got "):
-        check_attention_weights(lambda s, d_k: stable_softmax(s))
+# --- Exercise 1.4 (predict, then measure) ----------------------------------------------------
 
 
-def test_attention_weights_fails_stub():
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_attention_weights(_stub)
+def _mean_top_weight(d_k, scaled, n_keys=100, n_queries=1000, seed=0):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((n_queries, 1, d_k))
+    k = rng.standard_normal((n_queries, n_keys, d_k))
+    s = np.einsum("qid,qkd->qk", q, k) / (np.sqrt(d_k) if scaled else 1.0)
+    return softmax(s).max(axis=-1).mean()
+
+
+def test_saturation_answer_is_what_a_measurement_gives():
+    """The facts the check relies on, re-measured (1000 queries: standard error < 0.01)."""
+    assert _mean_top_weight(8, False) < 0.45 and _mean_top_weight(16, False) > 0.5
+    assert max(_mean_top_weight(d, True, n_queries=300) for d in (1, 16, 256, 1024)) < 0.15
+    assert _mean_top_weight(4, False, n_keys=10) < 0.5 < _mean_top_weight(8, False, n_keys=10)
+
+
+def test_saturation_passes_the_measured_answer(capsys):
+    check_saturation(16, None)
+    check_saturation(np.int64(16), None)
+    assert capsys.readouterr().out.count("✅ Exercise 1.4 passed") == 2
+
+
+@pytest.mark.parametrize(
+    ("unscaled", "scaled", "hint"),
+    [
+        (8, None, "answer for 10 keys"),
+        (32, None, "already above 0.5"),
+        (1024, None, "measure mean"),
+        (16, 1024, "never saturates"),
+        (16.0, None, "expected an int"),
+        (True, None, "expected an int"),
+    ],
+)
+def test_saturation_names_the_mistake(unscaled, scaled, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_saturation(unscaled, scaled)
 
 
 # --- the helpers in course_lib.checks ------------------------------------------------------
@@ -175,6 +251,7 @@ def test_call_student_reports_crashes_and_non_functions():
 def test_exercise_error_is_an_assertion_error_with_exercise_and_hint():
     err = ExerciseError("2.1", "something is off.", "try this")
     assert isinstance(err, AssertionError) and err.exercise == "2.1"
+    assert (err.message, err.hint) == ("something is off.", "try this")
     assert "Exercise 2.1 is not right yet.\nsomething is off.\nHint: try this" in str(err)
 
 
@@ -187,6 +264,40 @@ def test_check_array_and_check_value():
     check_value("0.1", (2, 3), (2, 3), what="shape")
     with pytest.raises(ExerciseError, match=r"shape:\n  expected \(2, 3\)\n  got      \(3, 2\)"):
         check_value("0.1", (3, 2), (2, 3), what="shape")
+
+
+def test_check_mistakes_names_the_matching_mistake_only():
+    mistakes = {"mistake A": np.array([1.0, np.nan]), "mistake B": np.array([3.0, 3.0])}
+    check_mistakes("0.1", [1.0, 2.0], [1.0, 2.0], what="v", hint="generic", mistakes=mistakes)
+    with pytest.raises(ExerciseError, match=r"(?s)got      \[ 1. nan\].*Hint: mistake A"):
+        check_mistakes("0.1", [1.0, np.nan], [1.0, 2.0], what="v", hint="g", mistakes=mistakes)
+    with pytest.raises(ExerciseError, match=r"Hint: mistake B"):
+        check_mistakes("0.1", [3.0, 3.0], [1.0, 2.0], what="v", hint="g", mistakes=mistakes)
+    with pytest.raises(ExerciseError, match=r"Hint: generic"):
+        check_mistakes("0.1", [5.0, 3.0], [1.0, 2.0], what="v", hint="generic", mistakes=mistakes)
+    with pytest.raises(ExerciseError, match=r"Hint: generic"):
+        check_mistakes("0.1", "text", [1.0, 2.0], what="v", hint="generic", mistakes=mistakes)
+
+
+def test_frozen_arrays_are_read_only_copies_built_from_plain_data():
+    x = np.array([[1.0, -np.inf]])
+    recipe = frozen(x)
+    assert isinstance(recipe, Built) and recipe.kwargs == {
+        "data": [[1.0, -np.inf]],
+        "dtype": "float64",
+    }
+    built = recipe.build()
+    assert np.array_equal(built, x) and not built.flags.writeable
+    assert frozen(np.arange(3)).build().dtype == np.int64
+    assert call_student_frozen("0.1", lambda a: a.sum(), recipe) == -np.inf
+
+    def writes(a):
+        a[0] = 0
+
+    with pytest.raises(ExerciseError, match=r"read-only(?s:.*)changes the caller's array"):
+        call_student_frozen("0.1", writes, recipe)
+    with pytest.raises(ExerciseError, match=r"raised KeyError"):
+        call_student_frozen("0.1", lambda a: {}[1], recipe)
 
 
 def test_passed_prints_one_fixed_line(capsys):

@@ -1,4 +1,4 @@
-"""Lecture 02 checks: each passes a right answer, and fails wrong answers and stubs loudly."""
+"""Lecture 02 checks: right answers pass, each usual mistake fails with the hint naming it."""
 
 import numpy as np
 import pytest
@@ -9,29 +9,126 @@ from _exercise_stub import stub as _stub
 
 from course_lib.checks import ExerciseError
 from course_lib.checks.lecture02 import (
+    check_attends_elsewhere,
     check_causal_mask,
     check_masked_attention,
     check_self_attention,
 )
 
-
-def _softmax_rows(s):
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+SEEDS = (0, 1, 2024)
 
 
-# --- reference answers, written the way a student would ------------------------------------
+def _softmax_rows(s, axis=-1):
+    with np.errstate(all="ignore"):
+        e = np.exp(s - s.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+
+# --- Exercise 2.1 --------------------------------------------------------------------------
 
 
 def self_attention(x, w_q, w_k, w_v):
     q, k, v = x @ w_q, x @ w_k, x @ w_v
-    a = _softmax_rows(q @ k.T / np.sqrt(k.shape[-1]))
-    return a @ v
+    return _softmax_rows(q @ np.swapaxes(k, -1, -2) / np.sqrt(k.shape[-1])) @ v
+
+
+def self_attention_2d(x, w_q, w_k, w_v):  # the textbook 2-D version: right only without a batch
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    return _softmax_rows(q @ k.T / np.sqrt(k.shape[-1])) @ v
+
+
+def self_attention_torch(x, w_q, w_k, w_v):
+    t = [torch.from_numpy(a) for a in (x, w_q, w_k, w_v)]
+    q, k, v = (t[0] @ w for w in t[1:])
+    return F.scaled_dot_product_attention(q, k, v).numpy()
+
+
+def _sa(score_fn, out=lambda a, v: a @ v):
+    def answer(x, w_q, w_k, w_v):
+        q, k, v = x @ w_q, x @ w_k, x @ w_v
+        return out(score_fn(q, k, x), v)
+
+    return answer
+
+
+WRONG_2_1 = [
+    ("scales by sqrt(d_model)", _sa(lambda q, k, x: _softmax_rows(q @ k.T / np.sqrt(x.shape[-1]))),
+     "not by sqrt\\(d_model\\)"),
+    ("divides by d_k", _sa(lambda q, k, x: _softmax_rows(q @ k.T / k.shape[-1])), "SQUARE ROOT"),
+    ("no scaling", _sa(lambda q, k, x: _softmax_rows(q @ k.T)), "before the softmax"),
+    ("softmax over columns", _sa(lambda q, k, x: _softmax_rows(q @ k.T / np.sqrt(k.shape[-1]), 0)),
+     "not down the columns"),
+    ("K Q^T", _sa(lambda q, k, x: _softmax_rows(k @ q.T / np.sqrt(k.shape[-1]))), "transposes"),
+    ("returns A", _sa(lambda q, k, x: _softmax_rows(q @ k.T / np.sqrt(k.shape[-1])), lambda a, v: a),
+     "not the weights A"),
+    ("keys from W_Q", lambda x, w_q, w_k, w_v: self_attention(x, w_q, w_q, w_v), "own matrix"),
+    ("K.T on a batch", self_attention_2d, "reverses ALL axes"),
+    ("loops over batch 1 only", lambda x, w_q, w_k, w_v: self_attention(x.reshape(-1, x.shape[-1]), w_q, w_k, w_v),
+     "reverses ALL axes"),
+    ("transposed weights crash", lambda x, w_q, w_k, w_v: self_attention(x, w_q.T, w_k.T, w_v.T),
+     "raised ValueError"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [self_attention, self_attention_torch])
+def test_self_attention_passes_right_answers(answer, seed, capsys):
+    check_self_attention(answer, seed=seed)
+    assert (
+        capsys.readouterr().out == "✅ Exercise 2.1 passed: self-attention from X, W_Q, W_K, W_V\n"
+    )
+
+
+@pytest.mark.parametrize("seed", SEEDS[:2])
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_2_1, ids=[w[0] for w in WRONG_2_1])
+def test_self_attention_names_the_mistake(mistake, answer, hint, seed):
+    with pytest.raises(ExerciseError, match=hint) as err:
+        check_self_attention(answer, seed=seed)
+    assert "is not right yet" in str(err.value)
+
+
+# --- Exercise 2.2 --------------------------------------------------------------------------
 
 
 def causal(n):
     i, j = np.indices((n, n))
     return j <= i
+
+
+WRONG_2_2 = [
+    ("opposite convention", lambda n: np.triu(np.ones((n, n), dtype=bool), k=1), "opposite convention"),
+    ("strictly lower", lambda n: np.tril(np.ones((n, n), dtype=bool), k=-1), "diagonal must be True"),
+    ("upper triangle", lambda n: np.triu(np.ones((n, n), dtype=bool)), "upper triangle"),
+    ("all True", lambda n: np.ones((n, n), dtype=bool), "on and below the diagonal"),
+    ("float 0/1 mask", lambda n: np.tril(np.ones((n, n))), "expected bool"),
+    ("wrong shape", lambda n: np.ones((n, n + 1), dtype=bool), r"expected \(3, 3\)"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize(
+    "answer", [causal, lambda n: torch.tril(torch.ones(n, n, dtype=torch.bool)).numpy()]
+)
+def test_causal_mask_passes_right_answers(answer, seed, capsys):
+    check_causal_mask(answer, seed=seed)
+    assert capsys.readouterr().out == "✅ Exercise 2.2 passed: causal mask\n"
+
+
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_2_2, ids=[w[0] for w in WRONG_2_2])
+def test_causal_mask_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_causal_mask(answer, seed=5)
+
+
+def test_causal_mask_shows_expected_and_got():
+    with pytest.raises(ExerciseError, match=r"for n=3:\n  expected\n") as err:
+        check_causal_mask(lambda n: np.triu(np.ones((n, n), dtype=bool)))
+    assert "got\n[[1 1 1]\n [0 1 1]\n [0 0 1]]" in str(err.value)
+
+
+# --- Exercise 2.3 --------------------------------------------------------------------------
 
 
 def masked_attention(q, k, v, mask):
@@ -40,136 +137,72 @@ def masked_attention(q, k, v, mask):
     return a @ v, a
 
 
-# --- Exercise 2.1 --------------------------------------------------------------------------
+def masked_attention_renormalised(q, k, v, mask):
+    # zeroing hidden weights and renormalising each row is the same distribution
+    a = _softmax_rows(q @ k.T / np.sqrt(q.shape[-1])) * mask
+    a = a / a.sum(axis=-1, keepdims=True)
+    return a @ v, a
 
 
-def test_self_attention_passes_reference(capsys):
-    check_self_attention(self_attention)
-    assert (
-        capsys.readouterr().out == "✅ Exercise 2.1 passed: self-attention from X, W_Q, W_K, W_V\n"
-    )
+def _after_softmax(q, k, v, mask):
+    a = _softmax_rows(q @ k.T / np.sqrt(q.shape[-1])) * mask
+    return a @ v, a
 
 
-def test_self_attention_passes_a_torch_answer_written_differently():
-    def with_torch(x, w_q, w_k, w_v):
-        t = [torch.from_numpy(a) for a in (x, w_q, w_k, w_v)]
-        q, k, v = (t[0] @ w for w in t[1:])
-        return F.scaled_dot_product_attention(q, k, v).numpy()
-
-    check_self_attention(with_torch)
-
-
-def test_self_attention_fails_scaling_by_d_k():
-    def by_d_k(x, w_q, w_k, w_v):
-        q, k, v = x @ w_q, x @ w_k, x @ w_v
-        return _softmax_rows(q @ k.T / k.shape[-1]) @ v
-
-    with pytest.raises(ExerciseError, match=r"Z for a sentence of 4 tokens") as err:
-        check_self_attention(by_d_k)
-    text = str(err.value)
-    assert "expected" in text and "got" in text and "sqrt(d_k)" in text
+WRONG_2_3 = [
+    ("opposite convention", lambda q, k, v, m: masked_attention(q, k, v, ~m), "opposite convention"),
+    ("mask after the softmax", _after_softmax, "do not sum to 1"),
+    ("adds the mask", lambda q, k, v, m: (lambda a: (a @ v, a))(
+        _softmax_rows(q @ k.T / np.sqrt(q.shape[-1]) + m)), "not added to the scores"),
+    ("returns (A, Z)", lambda q, k, v, m: masked_attention(q, k, v, m)[::-1], r"in this order"),
+    ("returns only Z", lambda q, k, v, m: masked_attention(q, k, v, m)[0], r"expected a tuple \(Z, A\)"),
+    ("wrong Z", lambda q, k, v, m: (q, masked_attention(q, k, v, m)[1]), r"Z = A @ V"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
 
 
-def test_self_attention_fails_softmax_over_the_wrong_axis():
-    def columns(x, w_q, w_k, w_v):
-        q, k, v = x @ w_q, x @ w_k, x @ w_v
-        return _softmax_rows((q @ k.T / np.sqrt(k.shape[-1])).T).T @ v
-
-    with pytest.raises(ExerciseError, match=r"(?s)\n  expected .*\n  got "):
-        check_self_attention(columns)
-
-
-def test_self_attention_reports_a_shape_crash():
-    def transposed_weights(x, w_q, w_k, w_v):
-        return self_attention(x, w_q.T, w_k.T, w_v.T)
-
-    with pytest.raises(ExerciseError, match=r"your function raised ValueError"):
-        check_self_attention(transposed_weights)
-
-
-def test_self_attention_fails_stub():
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_self_attention(_stub)
-
-
-# --- Exercise 2.2 --------------------------------------------------------------------------
-
-
-def test_causal_mask_passes_reference(capsys):
-    check_causal_mask(causal)
-    check_causal_mask(lambda n: torch.tril(torch.ones(n, n, dtype=torch.bool)).numpy())
-    assert capsys.readouterr().out == "✅ Exercise 2.2 passed: causal mask\n" * 2
-
-
-def test_causal_mask_fails_when_transposed():
-    with pytest.raises(ExerciseError, match=r"for n=3:\n  expected\n") as err:
-        check_causal_mask(lambda n: np.triu(np.ones((n, n), dtype=bool)))
-    text = str(err.value)
-    assert "got\n[[1 1 1]\n [0 1 1]\n [0 0 1]]" in text
-    assert "on and below the diagonal" in text
-
-
-def test_causal_mask_fails_strictly_lower_triangle():
-    with pytest.raises(ExerciseError, match=r"for n=1:\n  expected\n\[\[1\]\]\n  got\n\[\[0\]\]"):
-        check_causal_mask(lambda n: np.tril(np.ones((n, n), dtype=bool), k=-1))
-
-
-def test_causal_mask_fails_integer_mask():
-    with pytest.raises(ExerciseError, match=r"dtype (int|float)64, expected bool"):
-        check_causal_mask(lambda n: np.tril(np.ones((n, n))))
-
-
-def test_causal_mask_fails_wrong_shape():
-    with pytest.raises(ExerciseError, match=r"shape of the mask for n=3:\n  expected \(3, 3\)"):
-        check_causal_mask(lambda n: np.ones((n, n + 1), dtype=bool) if n > 1 else causal(1))
-
-
-def test_causal_mask_fails_stub():
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_causal_mask(_stub)
-
-
-# --- Exercise 2.3 --------------------------------------------------------------------------
-
-
-def test_masked_attention_passes_reference(capsys):
-    check_masked_attention(masked_attention)
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [masked_attention, masked_attention_renormalised])
+def test_masked_attention_passes_right_answers(answer, seed, capsys):
+    check_masked_attention(answer, seed=seed)
     assert capsys.readouterr().out == "✅ Exercise 2.3 passed: masked attention\n"
 
 
-def test_masked_attention_passes_renormalising_after_the_softmax():
-    # Zeroing masked weights and renormalising each row is the same distribution: accept it.
-    def renormalise(q, k, v, mask):
-        a = _softmax_rows(q @ k.T / np.sqrt(q.shape[-1])) * mask
-        a = a / a.sum(axis=-1, keepdims=True)
-        return a @ v, a
-
-    check_masked_attention(renormalise)
+@pytest.mark.parametrize("seed", SEEDS[:2])
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_2_3, ids=[w[0] for w in WRONG_2_3])
+def test_masked_attention_names_the_mistake(mistake, answer, hint, seed):
+    with pytest.raises(ExerciseError, match=hint):
+        check_masked_attention(answer, seed=seed)
 
 
-def test_masked_attention_fails_mask_applied_after_softmax():
-    def after(q, k, v, mask):
-        a = _softmax_rows(q @ k.T / np.sqrt(q.shape[-1])) * mask  # rows no longer sum to 1
-        return a @ v, a
-
-    with pytest.raises(ExerciseError, match=r"attention weights A with a causal mask") as err:
-        check_masked_attention(after)
-    text = str(err.value)
-    assert "expected" in text and "got" in text and "BEFORE the softmax" in text
+# --- Exercise 2.4 (construct a counter-example) ----------------------------------------------
 
 
-def test_masked_attention_fails_transposed_mask():
-    with pytest.raises(ExerciseError, match=r"(?s)\n  expected .*\n  got "):
-        check_masked_attention(lambda q, k, v, m: masked_attention(q, k, v, m.T))
+@pytest.mark.parametrize(
+    "x",
+    [
+        [[1.0, 0.0], [5.0, 0.0], [0.0, 0.0]],  # the solution's: x_1 = 5 x_0
+        np.array([[0.0, 2.0], [0.5, 6.0], [-3.0, 1.0]]),  # not parallel, still wins
+        [[1.0, 1.0], [4.0, 4.0], [1.0, 1.0]],
+    ],
+)
+def test_attends_elsewhere_accepts_every_right_answer(x, capsys):
+    check_attends_elsewhere(x)
+    assert "✅ Exercise 2.4 passed" in capsys.readouterr().out
 
 
-def test_masked_attention_fails_wrong_return_value():
-    with pytest.raises(ExerciseError, match=r"expected a tuple \(Z, A\), got ndarray"):
-        check_masked_attention(lambda q, k, v, m: masked_attention(q, k, v, m)[0])
-    with pytest.raises(ExerciseError, match=r"output Z with a causal mask"):
-        check_masked_attention(lambda q, k, v, m: (q, masked_attention(q, k, v, m)[1]))
-
-
-def test_masked_attention_fails_stub():
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_masked_attention(_stub)
+@pytest.mark.parametrize(
+    ("x", "hint"),
+    [
+        ([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]], "must point the same way as x_0 and be LONGER"),
+        ([[3.0, 0.0], [-5.0, 0.0], [0.0, 0.0]], "must point the same way"),
+        ([[1.0, 0.0], [1.0, 0.0], [0.0, 0.0]], "two equal tokens"),
+        ([[1.0, 0.0], [1.5, 0.0], [0.0, 0.0]], "not by enough"),
+        ([[1.0, 0.0], [5.0, 0.0]], r"expected a \(3, 2\) array"),
+        ([[1.0, 0.0], [np.inf, 0.0], [0.0, 0.0]], "finite"),
+        ("ab", "expected a"),
+    ],
+)
+def test_attends_elsewhere_names_the_mistake(x, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_attends_elsewhere(x)

@@ -1,4 +1,4 @@
-"""Lecture 03 checks: each passes a right answer, and fails wrong answers and stubs loudly."""
+"""Lecture 03 checks: right answers pass, each usual mistake fails with the hint naming it."""
 
 import numpy as np
 import pytest
@@ -13,15 +13,33 @@ from course_lib.checks.lecture03 import (
     check_mha_parameter_count,
     check_multi_head_self_attention,
     check_split_heads,
+    check_two_relations,
 )
 
-# --- reference answers written independently (torch where it is natural) -------------------
+SEEDS = (0, 1, 2024)
+
+
+def _ids(table):
+    return [row[0] for row in table]
+
+
+# --- right answers: numpy (the solution's way) and torch ---------------------------------------
+
+
+def split_heads_np(x, num_heads):
+    *lead, n, d = x.shape
+    return np.swapaxes(x.reshape(*lead, n, num_heads, d // num_heads), -3, -2)
 
 
 def split_heads(x, num_heads):
     t = torch.as_tensor(x)
     *lead, n, d = t.shape
     return t.reshape(*lead, n, num_heads, d // num_heads).transpose(-3, -2).numpy()
+
+
+def merge_heads_np(x):
+    *lead, h, n, dh = x.shape
+    return np.swapaxes(x, -3, -2).reshape(*lead, n, h * dh)
 
 
 def merge_heads(x):
@@ -37,117 +55,158 @@ def mhsa_torch(x, w_q, w_k, w_v, w_o, num_heads):
     return merge_heads(heads.numpy()) @ w_o
 
 
-# --- 3.1 ---------------------------------------------------------------------------------
+def mhsa_loop(x, w_q, w_k, w_v, w_o, num_heads):  # one head at a time, concatenated
+    d_head = x.shape[-1] // num_heads
+    outs = []
+    for i in range(num_heads):
+        cols = slice(i * d_head, (i + 1) * d_head)
+        q, k, v = x @ w_q[:, cols], x @ w_k[:, cols], x @ w_v[:, cols]
+        s = q @ k.T / np.sqrt(d_head)
+        a = np.exp(s - s.max(-1, keepdims=True))
+        outs.append(a / a.sum(-1, keepdims=True) @ v)
+    return np.concatenate(outs, axis=-1) @ w_o
 
 
-def test_split_heads_passes_reference(capsys):
-    check_split_heads(split_heads)
+# --- 3.1 / 3.2 ---------------------------------------------------------------------------------
+
+WRONG_3_1 = [
+    ("direct reshape", lambda x, h: x.reshape(*x.shape[:-2], h, x.shape[-2], -1), "mixes up the tokens"),
+    ("interleaved features", lambda x, h: np.moveaxis(x.reshape(*x.shape[:-1], -1, h), -1, -3),
+     "CONTIGUOUS features"),
+    ("no batch axes", lambda x, h: x.reshape(x.shape[0], h, -1).transpose(1, 0, 2), "keep every leading axis"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
+
+WRONG_3_2 = [
+    ("reshape without swap", lambda x: x.reshape(*x.shape[:-3], x.shape[-2], -1), "plain reshape"),
+    ("heads axis moved last", lambda x: np.moveaxis(x, -3, -1).reshape(*x.shape[:-3], x.shape[-2], -1),
+     "not move the heads axis"),
+    ("no batch axes", lambda x: x.transpose(1, 0, 2).reshape(x.shape[1], -1), "keep every leading axis"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [split_heads, split_heads_np])
+def test_split_heads_passes_right_answers(answer, seed, capsys):
+    check_split_heads(answer, seed=seed)
     assert capsys.readouterr().out == "✅ Exercise 3.1 passed: split into heads\n"
 
 
-def test_split_heads_fails_direct_reshape():
-    def direct(x, h):  # reshapes to (heads, n, d_head) without the transpose: mixes tokens
-        *lead, n, d = x.shape
-        return x.reshape(*lead, h, n, d // h)
-
-    with pytest.raises(ExerciseError, match=r"split_heads for one sentence") as err:
-        check_split_heads(direct)
-    text = str(err.value)
-    assert "expected" in text and "got" in text and "swap" in text
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_3_1, ids=_ids(WRONG_3_1))
+def test_split_heads_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_split_heads(answer, seed=1)
 
 
-def test_split_heads_fails_stub():
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_split_heads(_stub)
-
-
-# --- 3.2 ---------------------------------------------------------------------------------
-
-
-def test_merge_heads_passes_reference(capsys):
-    check_merge_heads(merge_heads)
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [merge_heads, merge_heads_np])
+def test_merge_heads_passes_right_answers(answer, seed, capsys):
+    check_merge_heads(answer, seed=seed)
     assert capsys.readouterr().out == "✅ Exercise 3.2 passed: merge the heads\n"
 
 
-def test_merge_heads_fails_reshape_without_transpose():
-    def no_transpose(x):
-        *lead, h, n, dh = x.shape
-        return x.reshape(*lead, n, h * dh)
-
-    with pytest.raises(
-        ExerciseError, match=r"(?s)merge_heads of an array.*\n  expected .*\n  got "
-    ):
-        check_merge_heads(no_transpose)
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_3_2, ids=_ids(WRONG_3_2))
+def test_merge_heads_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_merge_heads(answer, seed=1)
 
 
-def test_merge_heads_fails_stub():
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_merge_heads(_stub)
+# --- 3.3 ---------------------------------------------------------------------------------------
 
 
-# --- 3.3 ---------------------------------------------------------------------------------
+def _by_d_model(x, w_q, w_k, w_v, w_o, h):
+    q, k, v = (split_heads(x @ w, h) for w in (w_q, w_k, w_v))
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(x.shape[-1])
+    a = np.exp(s - s.max(-1, keepdims=True))
+    return merge_heads(a / a.sum(-1, keepdims=True) @ v) @ w_o
 
 
-def test_mhsa_passes_torch_reference(capsys):
-    check_multi_head_self_attention(mhsa_torch)
+WRONG_3_3 = [
+    ("scales by sqrt(d_model)", _by_d_model, r"not sqrt\(d_model\)"),
+    ("forgets W_O", lambda x, wq, wk, wv, wo, h: mhsa_torch(x, wq, wk, wv, np.eye(len(wo)), h),
+     "multiply the merged heads by W_O"),
+    ("ignores num_heads", lambda x, wq, wk, wv, wo, h: mhsa_torch(x, wq, wk, wv, wo, 1), "use num_heads"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [mhsa_torch, mhsa_loop])
+def test_mhsa_passes_right_answers(answer, seed, capsys):
+    check_multi_head_self_attention(answer, seed=seed)
     assert capsys.readouterr().out == "✅ Exercise 3.3 passed: multi-head self-attention\n"
 
 
-def test_mhsa_fails_scaling_by_d_model():
-    def by_d_model(x, w_q, w_k, w_v, w_o, h):
-        q, k, v = (split_heads(x @ w, h) for w in (w_q, w_k, w_v))
-        s = q @ np.swapaxes(k, -1, -2) / np.sqrt(x.shape[-1])
-        a = np.exp(s - s.max(-1, keepdims=True))
-        a /= a.sum(-1, keepdims=True)
-        return merge_heads(a @ v) @ w_o
-
-    with pytest.raises(ExerciseError, match=r"multi-head self-attention, n=4") as err:
-        check_multi_head_self_attention(by_d_model)
-    text = str(err.value)
-    assert "expected" in text and "got" in text and "sqrt(d_head)" in text
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_3_3, ids=_ids(WRONG_3_3))
+def test_mhsa_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_multi_head_self_attention(answer, seed=2)
 
 
-def test_mhsa_fails_forgetting_w_o():
-    def no_w_o(x, w_q, w_k, w_v, w_o, h):
-        return mhsa_torch(x, w_q, w_k, w_v, np.eye(x.shape[-1]), h)
-
-    with pytest.raises(ExerciseError, match=r"(?s)expected .*got "):
-        check_multi_head_self_attention(no_w_o)
+# --- 3.4 ---------------------------------------------------------------------------------------
 
 
-def test_mhsa_fails_stub():
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_multi_head_self_attention(_stub)
+def count_by_torch(d, h, d_head, bias):
+    with torch.device("meta"):
+        maps = [torch.nn.Linear(d, h * d_head, bias=bias) for _ in range(3)]
+        maps.append(torch.nn.Linear(h * d_head, d, bias=bias))
+    return sum(p.numel() for m in maps for p in m.parameters())
 
 
-# --- 3.4 ---------------------------------------------------------------------------------
+def count_formula(d, h, d_head, bias):
+    inner = h * d_head
+    return 4 * d * inner + (3 * inner + d if bias else 0)
 
 
-def test_parameter_count_passes_torch_count(capsys):
-    def by_torch(d, h, bias):
-        with torch.device("meta"):
-            m = torch.nn.MultiheadAttention(d, h, bias=bias)
-        return sum(p.numel() for p in m.parameters())
-
-    check_mha_parameter_count(by_torch)
-    assert (
-        capsys.readouterr().out
-        == "✅ Exercise 3.4 passed: parameter count of multi-head attention\n"
-    )
-
-
-def test_parameter_count_fails_per_head_matrices():
-    def per_head(d, h, bias):  # thinks each head has its own d x d matrices
-        return h * 3 * d * d + d * d + (4 * d if bias else 0)
-
-    with pytest.raises(ExerciseError, match=r"d_model=512, num_heads=8") as err:
-        check_mha_parameter_count(per_head)
-    assert "expected 1050624" in str(err.value)
-    assert f"got      {per_head(512, 8, True)}" in str(err.value)
+WRONG_3_4 = [
+    ("assumes d_head = d_model / heads", lambda d, h, dh, b: 4 * d * d + (4 * d if b else 0),
+     "the lecture's case"),
+    ("W_O bias of width heads * d_head", lambda d, h, dh, b: 4 * d * h * dh + (4 * h * dh if b else 0),
+     "its bias has d_model entries"),
+    ("forgets W_O", lambda d, h, dh, b: 3 * d * h * dh + (3 * h * dh if b else 0), "output projection"),
+    ("forgets the biases", lambda d, h, dh, b: 4 * d * h * dh, "also has a bias"),
+    ("a float", lambda d, h, dh, b: float(count_formula(d, h, dh, b)), "expected an integer"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
 
 
-def test_parameter_count_fails_non_integer_and_stub():
-    with pytest.raises(ExerciseError, match=r"expected an integer, got float"):
-        check_mha_parameter_count(lambda d, h, b: 4.0 * d * d)
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_mha_parameter_count(_stub)
+@pytest.mark.parametrize("answer", [count_by_torch, count_formula])
+def test_parameter_count_passes_right_answers(answer, capsys):
+    check_mha_parameter_count(answer)
+    assert "✅ Exercise 3.4 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_3_4, ids=_ids(WRONG_3_4))
+def test_parameter_count_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_mha_parameter_count(answer)
+
+
+# --- 3.5 (construct) ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        [[1, 0, 1, 0], [6, 0, 0, 0], [0, 0, 6, 0]],
+        [[0, 1, 0, -1], [0, 5, 0, 0], [1, 1, 0, -7]],
+    ],
+)
+def test_two_relations_accepts_every_right_answer(x, capsys):
+    check_two_relations(np.array(x, dtype=float))
+    assert "✅ Exercise 3.5 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("x", "hint"),
+    [
+        ([[1, 0, 1, 0], [6, 0, 0, 0], [0, 0, 0, 0]], "head 0 works"),
+        ([[1, 0, 1, 0], [0, 0, 0, 0], [0, 0, 6, 0]], "head 1 works"),
+        ([[1, 0, 1, 0], [6, 0, 6, 0], [6, 0, 6, 0]], "head 0 compares features 0-1 only"),
+        ([[1, 0, 1, 0]], r"expected a \(3, 4\) array"),
+    ],
+)
+def test_two_relations_names_the_mistake(x, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_two_relations(np.array(x, dtype=float))

@@ -1,4 +1,4 @@
-"""Lecture 04 checks: each passes a right answer, and fails wrong answers and stubs loudly."""
+"""Lecture 04 checks: right answers pass, each usual mistake fails with the hint naming it."""
 
 import math
 
@@ -10,111 +10,187 @@ from _exercise_stub import stub as _stub
 
 from course_lib.checks import ExerciseError
 from course_lib.checks.lecture04 import (
-    check_dot_by_distance,
+    check_half_distance,
     check_positional_encoding,
-    check_shift_matrix,
+    check_same_for_attention,
+    check_shift_matrix_halves,
+    halves_encoding,
 )
 
-# --- reference answers written independently ---------------------------------------------
+
+def _ids(table):
+    return [row[0] for row in table]
 
 
-def pe_torch(num_positions, d_model):
-    # The Annotated Transformer's exp/log form, in torch float64.
-    pos = torch.arange(num_positions, dtype=torch.float64)[:, None]
-    div = torch.exp(
-        torch.arange(0, d_model, 2, dtype=torch.float64) * -(math.log(10000.0) / d_model)
-    )
-    pe = torch.zeros(num_positions, d_model, dtype=torch.float64)
-    pe[:, 0::2], pe[:, 1::2] = torch.sin(pos * div), torch.cos(pos * div)
-    return pe.numpy()
+# --- 4.1 ---------------------------------------------------------------------------------------
 
 
-def shift_matrix(k, d_model):
-    m = np.zeros((d_model, d_model))
-    for i in range(d_model // 2):
-        b = k / 10000 ** (2 * i / d_model)
-        m[2 * i, 2 * i], m[2 * i, 2 * i + 1] = math.cos(b), math.sin(b)
-        m[2 * i + 1, 2 * i], m[2 * i + 1, 2 * i + 1] = -math.sin(b), math.cos(b)
-    return m
+def pe_vectorised(n, d):
+    angle = np.arange(n)[:, None] / 10000.0 ** (np.arange(0, d, 2)[None, :] / d)
+    pe = np.zeros((n, d))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(angle), np.cos(angle)
+    return pe
 
 
-def dot_by_distance(k, d_model):
-    return np.array(
-        [sum(math.cos(kk / 10000 ** (2 * i / d_model)) for i in range(d_model // 2)) for kk in k]
-    )
+def pe_loops(n, d):  # the formula cell by cell, with math
+    return [[(math.sin if j % 2 == 0 else math.cos)(p / 10000 ** ((j - j % 2) / d)) for j in range(d)]
+            for p in range(n)]  # fmt: skip
 
 
-# --- 4.1 ---------------------------------------------------------------------------------
+def _pe(angle_fn, layout="interleaved", swap=False):
+    def answer(n, d):
+        angle = angle_fn(np.arange(n)[:, None], np.arange(0, d, 2)[None, :], d)
+        s, c = (np.cos(angle), np.sin(angle)) if swap else (np.sin(angle), np.cos(angle))
+        if layout == "halves":
+            return np.concatenate([s, c], axis=1)
+        pe = np.zeros((n, d))
+        pe[:, 0::2], pe[:, 1::2] = s, c
+        return pe
+
+    return answer
 
 
-def test_positional_encoding_passes_torch_reference(capsys):
-    check_positional_encoding(pe_torch)
+def _per_dimension(n, d):
+    j = np.arange(d)
+    angle = np.arange(n)[:, None] / 10000.0 ** (j / d)
+    return np.where(j % 2 == 0, np.sin(angle), np.cos(angle))
+
+
+RIGHT_ANGLE = lambda p, two_i, d: p / 10000.0 ** (two_i / d)  # noqa: E731
+
+WRONG_4_1 = [
+    ("exponent per dimension", _per_dimension, "i counts PAIRS"),
+    ("sin and cos swapped", _pe(RIGHT_ANGLE, swap=True), "sin goes in the even columns"),
+    ("halves layout", _pe(RIGHT_ANGLE, layout="halves"), "interleaved"),
+    ("positions from 1", _pe(lambda p, two_i, d: (p + 1) / 10000.0 ** (two_i / d)), "positions start at 0"),
+    ("exponent i/d", _pe(lambda p, two_i, d: p / 10000.0 ** (two_i / 2 / d)), r"not 10000\*\*\(i/d_model\)"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("answer", [pe_vectorised, pe_loops])
+def test_positional_encoding_passes_right_answers(answer, capsys):
+    check_positional_encoding(answer)
     assert capsys.readouterr().out == "✅ Exercise 4.1 passed: sinusoidal positional encoding\n"
 
 
-def test_positional_encoding_fails_i_as_dimension_index():
-    def i_is_dimension(n, d):  # exponent uses the column index itself: the notes' ambiguity
-        pos, j = np.arange(n)[:, None], np.arange(d)[None, :]
-        angle = pos / 10000 ** (j / d)
-        return np.where(j % 2 == 0, np.sin(angle), np.cos(angle))
-
-    with pytest.raises(ExerciseError, match=r"the notes' example") as err:
-        check_positional_encoding(i_is_dimension)
-    text = str(err.value)
-    assert "expected" in text and "got" in text and "i counts pairs" in text
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_4_1, ids=_ids(WRONG_4_1))
+def test_positional_encoding_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_positional_encoding(answer)
 
 
-def test_positional_encoding_fails_positions_from_one_and_stub():
-    with pytest.raises(ExerciseError, match=r"(?s)expected .*got "):
-        check_positional_encoding(lambda n, d: pe_torch(n + 1, d)[1:])
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_positional_encoding(_stub)
+# --- 4.2 ---------------------------------------------------------------------------------------
 
 
-# --- 4.2 ---------------------------------------------------------------------------------
+def shift_halves(k, d, exponent=1.0):
+    b = k * 10000.0 ** (-np.arange(0, d, 2) / d * exponent)
+    c, s = np.diag(np.cos(b)), np.diag(np.sin(b))
+    return np.block([[c, s], [-s, c]])
 
 
-def test_shift_matrix_passes_reference(capsys):
-    check_shift_matrix(shift_matrix)
-    assert (
-        capsys.readouterr().out
-        == "✅ Exercise 4.2 passed: PE(pos + k) as a linear map of PE(pos)\n"
-    )
+def shift_halves_by_permutation(k, d):  # the interleaved rotation, re-ordered with a permutation
+    m = torch.zeros(d, d, dtype=torch.float64)
+    for i in range(d // 2):
+        b = torch.tensor(k * 10000.0 ** (-2 * i / d), dtype=torch.float64)
+        m[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.stack(
+            [torch.stack([b.cos(), b.sin()]), torch.stack([-b.sin(), b.cos()])]
+        )
+    perm = torch.cat([torch.arange(0, d, 2), torch.arange(1, d, 2)])
+    return m[perm][:, perm].numpy()
 
 
-def test_shift_matrix_fails_transposed_blocks():
-    with pytest.raises(ExerciseError, match=r"M_k @ PE\(pos\) for k=1, d_model=4") as err:
-        check_shift_matrix(lambda k, d: shift_matrix(k, d).T)
-    assert "expected" in str(err.value) and "got" in str(err.value)
+def _interleaved(k, d):
+    m = np.zeros((d, d))
+    for i in range(d // 2):
+        b = k * 10000.0 ** (-2 * i / d)
+        m[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = [[np.cos(b), np.sin(b)], [-np.sin(b), np.cos(b)]]
+    return m
 
 
-def test_shift_matrix_fails_wrong_shape_and_stub():
-    with pytest.raises(ExerciseError, match=r"expected shape \(4, 4\), got \(2, 2\)"):
-        check_shift_matrix(lambda k, d: np.eye(2))
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_shift_matrix(_stub)
+WRONG_4_2 = [
+    ("the lecture's interleaved matrix", _interleaved, "INTERLEAVED layout"),
+    ("transposed (shifts by -k)", lambda k, d: shift_halves(k, d).T, "shifts by -k"),
+    ("pair frequency with i/d", lambda k, d: shift_halves(k, d, exponent=0.5), "the frequency of pair i"),
+    ("the identity", lambda k, d: np.eye(d), "sin a sits in column i"),
+    ("wrong shape", lambda k, d: np.eye(d + 1), r"expected shape \(4, 4\)"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
 
 
-# --- 4.3 ---------------------------------------------------------------------------------
+def test_halves_encoding_is_the_interleaved_table_reordered():
+    pe = halves_encoding(7, 6)
+    assert np.allclose(pe[3], [np.sin(3), np.sin(3 / 10000 ** (2 / 6)), np.sin(3 / 10000 ** (4 / 6)),
+                               np.cos(3), np.cos(3 / 10000 ** (2 / 6)), np.cos(3 / 10000 ** (4 / 6))])  # fmt: skip
 
 
-def test_dot_by_distance_passes_reference(capsys):
-    check_dot_by_distance(dot_by_distance)
-    assert (
-        capsys.readouterr().out
-        == "✅ Exercise 4.3 passed: dot products depend only on the distance\n"
-    )
+@pytest.mark.parametrize("answer", [shift_halves, shift_halves_by_permutation])
+def test_shift_matrix_passes_right_answers(answer, capsys):
+    check_shift_matrix_halves(answer)
+    assert "✅ Exercise 4.2 passed" in capsys.readouterr().out
 
 
-def test_dot_by_distance_fails_sum_over_all_dimensions():
-    def all_dims(k, d):  # sums over d instead of d/2 pairs
-        return np.array([sum(math.cos(kk / 10000 ** (j / d)) for j in range(d)) for kk in k])
-
-    with pytest.raises(ExerciseError, match=r"PE\(p\)·PE\(p\+k\) for d_model=4") as err:
-        check_dot_by_distance(all_dims)
-    assert "expected" in str(err.value) and "got" in str(err.value)
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_4_2, ids=_ids(WRONG_4_2))
+def test_shift_matrix_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_shift_matrix_halves(answer)
 
 
-def test_dot_by_distance_fails_stub():
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_dot_by_distance(_stub)
+# --- 4.3 (construct) ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", (0, 1, 2024))
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("the dog bit the man", "the man bit the dog"),
+        ("I ate the apple", "apple ate I the"),
+        ("a b a", "a a b"),
+        ("a b", "a b a b"),  # a repeated sentence: every token sees the same mixture
+    ],
+)
+def test_same_for_attention_accepts_every_reordering(a, b, seed, capsys):
+    check_same_for_attention(a.split(), b.split(), seed=seed)
+    assert "✅ Exercise 4.3 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "hint"),
+    [
+        ("the dog bit the man", "the dog bit the man", "the same word sequence"),
+        ("the dog bit the man", "the man bit a dog", "BAG of words"),
+        ("a b a", "a b b", "BAG of words"),
+        ("the dog", "", "non-empty list of words"),
+    ],
+)
+def test_same_for_attention_names_the_mistake(a, b, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_same_for_attention(a.split(), b.split(), seed=3)
+
+
+def test_same_for_attention_refuses_strings():
+    with pytest.raises(ExerciseError, match="list of words"):
+        check_same_for_attention("the dog bit the man", "the man bit the dog")
+
+
+# --- 4.4 (predict, then measure) ---------------------------------------------------------------
+
+
+def test_half_distance_is_what_the_table_measures(capsys):
+    table = pe_vectorised(400, 64)
+    dots = table[100] @ table[100:400].T  # PE(100) . PE(100 + k), k = 0..299
+    k = int(np.argmax(dots < dots[0] / 2))
+    assert k == 28 and np.all(dots[1:k] >= dots[0] / 2)
+    check_half_distance(k)
+    check_half_distance(np.int64(28))
+    assert capsys.readouterr().out.count("✅ Exercise 4.4 passed") == 2
+
+
+@pytest.mark.parametrize(
+    ("k", "hint"),
+    [(27, "last distance still ABOVE half"), (5, "exponent is i/d_model"), (3, "not monotonic"),
+     (28.0, "expected an integer")],
+)  # fmt: skip
+def test_half_distance_names_the_mistake(k, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_half_distance(k)

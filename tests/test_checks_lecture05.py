@@ -1,5 +1,6 @@
-"""Lecture 05 checks: each passes a right answer, and fails wrong answers and stubs loudly."""
+"""Lecture 05 checks: right answers pass, each usual mistake fails with the hint naming it."""
 
+import numpy as np
 import pytest
 import torch
 from _exercise_stub import STUB_MESSAGE
@@ -8,11 +9,21 @@ from torch import nn
 
 from course_lib.checks import ExerciseError
 from course_lib.checks.lecture05 import (
+    check_decoder_parameter_count,
     check_layer_norm,
-    check_layer_parameter_count,
-    check_post_ln_layer,
+    check_post_ln_decoder_layer,
     check_pre_ln_layer,
+    check_same_after_layer_norm,
 )
+
+SEEDS = (0, 1, 2024)
+
+
+def _ids(table):
+    return [row[0] for row in table]
+
+
+# --- 5.1 ---------------------------------------------------------------------------------------
 
 
 def layer_norm(x, gamma, beta, eps=1e-5):
@@ -21,10 +32,145 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     return gamma * (x - mu) / torch.sqrt(var + eps) + beta
 
 
-def post_ln(x, layer, mask=None):
-    out, _ = layer.self_attn(x, x, x, mask)
-    x = layer.norm1(x + out)
-    return layer.norm2(x + layer.ffn(x))
+def layer_norm_numpy(x, gamma, beta, eps=1e-5):  # through numpy, returns an ndarray
+    a = x.numpy()
+    z = (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + eps)
+    return z * gamma.numpy() + beta.numpy()
+
+
+def _ln(unbiased=False, eps_out=False, dim=-1, affine="right"):
+    def answer(x, gamma, beta, eps=1e-5):
+        mu = x.mean(dim, keepdim=True)
+        var = x.var(dim, unbiased=unbiased, keepdim=True)
+        z = (x - mu) / (torch.sqrt(var) + eps if eps_out else torch.sqrt(var + eps))
+        return {"right": gamma * z + beta, "none": z, "swapped": beta * z + gamma}[affine]
+
+    return answer
+
+
+WRONG_5_1 = [
+    ("unbiased variance", _ln(unbiased=True), "divides by D, not D - 1"),
+    ("eps outside the sqrt", _ln(eps_out=True), "INSIDE the square root"),
+    ("normalises over tokens", _ln(dim=0), "LAST axis"),
+    ("no gamma and beta", _ln(affine="none"), "multiply by gamma and add beta"),
+    ("gamma and beta swapped", _ln(affine="swapped"), "swapped them"),
+    ("no eps (nan on a constant token)", lambda x, g, b, eps=1e-5: g * (x - x.mean(-1, keepdim=True))
+     / x.std(-1, unbiased=False, keepdim=True) + b, "add eps inside the square root"),
+    ("returns a tuple", lambda x, g, b, eps=1e-5: (layer_norm(x, g, b), None), "tuple"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [layer_norm, layer_norm_numpy])
+def test_layer_norm_passes_right_answers(answer, seed, capsys):
+    check_layer_norm(answer, seed=seed)
+    assert capsys.readouterr().out == "✅ Exercise 5.1 passed: LayerNorm by hand\n"
+
+
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_5_1, ids=_ids(WRONG_5_1))
+def test_layer_norm_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_layer_norm(answer, seed=1)
+
+
+# --- 5.2 ---------------------------------------------------------------------------------------
+
+
+def post_ln_decoder(x, memory, layer, self_mask, memory_mask):
+    x = layer.norm1(x + layer.self_attn(x, x, x, self_mask)[0])
+    x = layer.norm2(x + layer.cross_attn(x, memory, memory, memory_mask)[0])
+    return layer.norm3(x + layer.ffn(x))
+
+
+def post_ln_decoder_via_torch(x, memory, layer, self_mask, memory_mask):
+    """The same layer through torch's TransformerDecoderLayer, weights copied in."""
+    d, h = layer.d_model, layer.num_heads
+    ref = nn.TransformerDecoderLayer(d, h, layer.d_ff, dropout=0.0, batch_first=True).double()
+    with torch.no_grad():
+        for mine, theirs in (
+            (layer.self_attn, ref.self_attn),
+            (layer.cross_attn, ref.multihead_attn),
+        ):
+            theirs.in_proj_weight.copy_(
+                torch.cat([mine.w_q.weight, mine.w_k.weight, mine.w_v.weight])
+            )
+            theirs.in_proj_bias.copy_(torch.cat([mine.w_q.bias, mine.w_k.bias, mine.w_v.bias]))
+            theirs.out_proj.weight.copy_(mine.w_o.weight)
+            theirs.out_proj.bias.copy_(mine.w_o.bias)
+        for a, b in (
+            (ref.linear1, layer.ffn.linear1),
+            (ref.linear2, layer.ffn.linear2),
+            (ref.norm1, layer.norm1),
+            (ref.norm2, layer.norm2),
+            (ref.norm3, layer.norm3),
+        ):
+            a.weight.copy_(b.weight)
+            a.bias.copy_(b.bias)
+        n = x.shape[1]
+        tgt_mask = ~self_mask[:, 0].repeat_interleave(h, dim=0)  # (B * heads, n, n), True = hidden
+        mem_mask = ~memory_mask[:, 0, :]  # key padding mask, True = padding
+        return ref(x, memory, tgt_mask=tgt_mask.reshape(-1, n, n), memory_key_padding_mask=mem_mask)
+
+
+# fmt: skip
+
+
+def _decoder_wrong(variant):
+    def answer(x, memory, layer, self_mask, memory_mask):
+        if variant == "call":
+            return layer(x, memory, self_mask, memory_mask)
+        if variant == "pre":
+            y = layer.norm1(x)
+            x = x + layer.self_attn(y, y, y, self_mask)[0]
+            x = x + layer.cross_attn(layer.norm2(x), memory, memory, memory_mask)[0]
+            return x + layer.ffn(layer.norm3(x))
+        if variant == "self twice":
+            x = layer.norm1(x + layer.self_attn(x, x, x, self_mask)[0])
+            x = layer.norm2(x + layer.cross_attn(x, x, x)[0])
+            return layer.norm3(x + layer.ffn(x))
+        if variant == "queries from memory":
+            x = layer.norm1(x + layer.self_attn(x, x, x, self_mask)[0])
+            x = layer.norm2(x + layer.cross_attn(memory, x, x)[0])
+            return layer.norm3(x + layer.ffn(x))
+        if variant == "no self mask":
+            return post_ln_decoder(x, memory, layer, None, memory_mask)
+        if variant == "no memory mask":
+            return post_ln_decoder(x, memory, layer, self_mask, None)
+        if variant == "tuple":
+            return post_ln_decoder(x, memory, layer, self_mask, memory_mask), None
+        raise AssertionError(variant)
+
+    return answer
+
+
+WRONG_5_2 = [
+    ("calls the layer (pre-LN)", _decoder_wrong("call"), "pre-LN order"),
+    ("pre-LN composition", _decoder_wrong("pre"), "pre-LN order"),
+    ("self-attention twice", _decoder_wrong("self twice"), "second sublayer is CROSS-attention"),
+    ("queries from memory", _decoder_wrong("queries from memory"), "QUERIES come from the decoder"),
+    ("no causal mask", _decoder_wrong("no self mask"), "sees the words after it"),
+    ("no memory mask", _decoder_wrong("no memory mask"), "source's padding"),
+    ("returns a tuple", _decoder_wrong("tuple"), "tuple"),
+    ("the stub", _stub, STUB_MESSAGE),
+]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [post_ln_decoder, post_ln_decoder_via_torch])
+def test_post_ln_decoder_passes_right_answers(answer, seed, capsys):
+    with torch.no_grad():
+        check_post_ln_decoder_layer(answer, seed=seed)
+    assert capsys.readouterr().out == "✅ Exercise 5.2 passed: post-LN decoder layer\n"
+
+
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_5_2, ids=_ids(WRONG_5_2))
+def test_post_ln_decoder_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_post_ln_decoder_layer(answer, seed=1)
+
+
+# --- 5.3 ---------------------------------------------------------------------------------------
 
 
 def pre_ln(x, layer, mask=None):
@@ -33,98 +179,121 @@ def pre_ln(x, layer, mask=None):
     return x + layer.ffn(layer.norm2(x))
 
 
-# --- 5.1 ---------------------------------------------------------------------------------
+def pre_ln_loop(x, layer, mask=None):  # the two sublayers as a loop over (norm, sublayer)
+    subs = [(layer.norm1, lambda y: layer.self_attn(y, y, y, mask)[0]), (layer.norm2, layer.ffn)]
+    for norm, sub in subs:
+        x = x + sub(norm(x))
+    return x
 
 
-def test_layer_norm_passes_reference(capsys):
-    check_layer_norm(layer_norm)
-    check_layer_norm(lambda x, g, b: nn.functional.layer_norm(x, x.shape[-1:], g, b))
-    assert capsys.readouterr().out == "✅ Exercise 5.1 passed: LayerNorm by hand\n" * 2
+def _pre_wrong(variant):
+    def answer(x, layer, mask=None):
+        y = layer.norm1(x)
+        if variant == "call":
+            return layer(x, mask)
+        if variant == "queries only":
+            x1 = x + layer.self_attn(y, x, x, mask)[0]
+        elif variant == "normalised residual":
+            x1 = y + layer.self_attn(y, y, y, mask)[0]
+        elif variant == "no mask":
+            x1 = x + layer.self_attn(y, y, y)[0]
+        else:
+            x1 = x + layer.self_attn(y, y, y, mask)[0]
+        out = x1 + layer.ffn(layer.norm2(x1))
+        return layer.norm2(out) if variant == "final norm" else out
+
+    return answer
 
 
-def test_layer_norm_fails_unbiased_variance():
-    def unbiased(x, g, b, eps=1e-5):
-        return g * (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) + b
-
-    with pytest.raises(ExerciseError, match=r"LayerNorm of 2 tokens of 4 features") as err:
-        check_layer_norm(unbiased)
-    text = str(err.value)
-    assert "expected" in text and "got" in text and "unbiased=False" in text
-
-
-def test_layer_norm_fails_without_eps():
-    def no_eps(x, g, b):
-        mu = x.mean(-1, keepdim=True)
-        return g * (x - mu) / ((x - mu) ** 2).mean(-1, keepdim=True).sqrt() + b
-
-    with pytest.raises(ExerciseError, match=r"(?s)LayerNorm of 2 tokens.*largest difference"):
-        check_layer_norm(no_eps)
+WRONG_5_3 = [
+    ("calls the layer (post-LN)", _pre_wrong("call"), "that is the post-LN layer"),
+    ("only queries normalised", _pre_wrong("queries only"), "keys AND values"),
+    ("normalised residual", _pre_wrong("normalised residual"), "UN-normalised x"),
+    ("final LayerNorm in the layer", _pre_wrong("final norm"), "belongs to the whole stack"),
+    ("ignores the mask", _pre_wrong("no mask"), "pass the mask"),
+    ("the stub", _stub, STUB_MESSAGE),
+]
 
 
-def test_layer_norm_fails_stub():
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_layer_norm(_stub)
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [pre_ln, pre_ln_loop])
+def test_pre_ln_passes_right_answers(answer, seed, capsys):
+    with torch.no_grad():
+        check_pre_ln_layer(answer, seed=seed)
+    assert capsys.readouterr().out == "✅ Exercise 5.3 passed: pre-LN encoder layer\n"
 
 
-# --- 5.2 / 5.3 ---------------------------------------------------------------------------
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_5_3, ids=_ids(WRONG_5_3))
+def test_pre_ln_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_pre_ln_layer(answer, seed=2)
 
 
-def test_post_and_pre_ln_pass_references(capsys):
-    check_post_ln_layer(post_ln)
-    check_pre_ln_layer(pre_ln)
-    out = capsys.readouterr().out
-    assert (
-        out
-        == "✅ Exercise 5.2 passed: post-LN encoder layer\n✅ Exercise 5.3 passed: pre-LN encoder layer\n"
-    )
+# --- 5.4 ---------------------------------------------------------------------------------------
 
 
-def test_post_ln_fails_pre_ln_answer_and_calling_the_layer():
-    with pytest.raises(ExerciseError, match=r"post-LN encoder layer output") as err:
-        check_post_ln_layer(pre_ln)
-    assert "expected" in str(err.value) and "got" in str(err.value)
-    with pytest.raises(ExerciseError, match=r"do not call layer\(x\)"):
-        check_post_ln_layer(lambda x, layer, mask=None: layer(x, mask))
+def decoder_count_by_torch(d, f):
+    with torch.device("meta"):
+        layer = nn.TransformerDecoderLayer(d, 1, f, batch_first=True)
+    return sum(p.numel() for p in layer.parameters())
 
 
-def test_pre_ln_fails_post_ln_answer_and_calling_the_layer():
-    with pytest.raises(ExerciseError, match=r"pre-LN encoder layer output"):
-        check_pre_ln_layer(post_ln)
-    with pytest.raises(ExerciseError, match=r"Do not call layer\(x\)"):
-        check_pre_ln_layer(lambda x, layer, mask=None: layer(x, mask))
+def decoder_count_formula(d, f):
+    attention = 4 * d * d + 4 * d
+    return 2 * attention + (d * f + f + f * d + d) + 3 * 2 * d
 
 
-def test_layer_checks_fail_ignoring_the_mask_returning_a_tuple_and_stubs():
-    with pytest.raises(ExerciseError, match=r"with a padding mask"):
-        check_post_ln_layer(lambda x, layer, mask=None: post_ln(x, layer))
-    with pytest.raises(ExerciseError, match=r"expected one tensor, got a tuple"):
-        check_post_ln_layer(lambda x, layer, mask=None: (post_ln(x, layer, mask), None))
-    for check in (check_post_ln_layer, check_pre_ln_layer):
-        with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-            check(_stub)
+WRONG_5_4 = [
+    ("an encoder layer", lambda d, f: 12 * d * d - 8 * d * d + 2 * d * f + f + d + 4 * d * 1 + 4 * d,
+     "that is an ENCODER layer"),
+    ("two LayerNorms", lambda d, f: decoder_count_formula(d, f) - 2 * d, "three LayerNorms"),
+    ("d_ff = 4 d_model", lambda d, f: decoder_count_formula(d, 4 * d), "use the d_ff you are given"),
+    ("LayerNorm without shift", lambda d, f: decoder_count_formula(d, f) - 3 * d, "gain AND a shift"),
+    ("no biases in maps", lambda d, f: 8 * d * d + 2 * d * f + 6 * d, "have biases too"),
+    ("a float", lambda d, f: float(decoder_count_formula(d, f)), "expected an integer"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
 
 
-# --- 5.4 ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("answer", [decoder_count_by_torch, decoder_count_formula])
+def test_decoder_count_passes_right_answers(answer, capsys):
+    check_decoder_parameter_count(answer)
+    assert "✅ Exercise 5.4 passed" in capsys.readouterr().out
 
 
-def test_layer_parameter_count_passes_torch_count(capsys):
-    def by_torch(d, f):
-        with torch.device("meta"):
-            layer = nn.TransformerEncoderLayer(d, 1, f)
-        return sum(p.numel() for p in layer.parameters())
-
-    check_layer_parameter_count(by_torch)
-    assert (
-        capsys.readouterr().out == "✅ Exercise 5.4 passed: parameter count of an encoder layer\n"
-    )
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_5_4, ids=_ids(WRONG_5_4))
+def test_decoder_count_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_decoder_parameter_count(answer)
 
 
-def test_layer_parameter_count_fails_forgetting_layer_norms_and_stub():
-    def no_norms(d, f):
-        return 4 * d * d + 4 * d + 2 * d * f + f + d
+# --- 5.5 (construct) ---------------------------------------------------------------------------
 
-    with pytest.raises(ExerciseError, match=r"d_model=512, d_ff=2048") as err:
-        check_layer_parameter_count(no_norms)
-    assert "expected 3152384" in str(err.value) and "got      3150336" in str(err.value)
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_layer_parameter_count(_stub)
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ([1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0]),  # scaled
+        ([1.0, 2.0, 3.0, 4.0], [11.0, 12.0, 13.0, 14.0]),  # shifted
+        ([1.0, -1.0, 0.0, 5.0], [-7.0, -13.0, -10.0, 5.0]),  # both: 3 a - 10
+        ([3.0, 3.0, 3.0, 3.0], [5.0, 5.0, 5.0, 5.0]),  # two constant tokens: both give 0
+    ],
+)
+def test_same_after_layer_norm_accepts_every_right_answer(a, b, capsys):
+    check_same_after_layer_norm(a, b)
+    assert "✅ Exercise 5.5 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "hint"),
+    [
+        ([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0], "almost\\) the same"),
+        ([1.0, 2.0, 3.0, 4.0], [-1.0, -2.0, -3.0, -4.0], "NEGATIVE factor"),
+        ([1.0, 2.0, 3.0, 4.0], [4.0, 3.0, 2.0, 1.5], "What can you ADD|what can you ADD"),
+        ([1.0, 2.0, 3.0, 4.0], [2.0, 1.0, 3.0, 4.0], "permutation"),
+        ([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], "expected 4 finite numbers"),
+    ],
+)
+def test_same_after_layer_norm_names_the_mistake(a, b, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_same_after_layer_norm(a, b)

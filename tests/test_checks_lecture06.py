@@ -1,14 +1,18 @@
-"""Lecture 06 checks: each passes a right answer, and fails wrong answers and stubs loudly."""
+"""Lecture 06 checks: right answers pass, each usual mistake fails with the hint naming it."""
 
 import math
 from collections import Counter
 
 import pytest
+import sacrebleu
 from _exercise_stub import STUB_MESSAGE
 from _exercise_stub import stub as _stub
 
 from course_lib.checks import ExerciseError
 from course_lib.checks.lecture06 import (
+    PARAPHRASE,
+    REFERENCE,
+    check_bleu_counterexample,
     check_brevity_penalty,
     check_clipped_counts,
     check_closest_ref_length,
@@ -53,119 +57,215 @@ def bleu(hyps, refs, scale=100.0, closest_fn=closest):
     return scale * bp(c, r) * math.exp(log_p)
 
 
-# --- Exercise 6.1 --------------------------------------------------------------------------
+def _ids(table):
+    return [row[0] for row in table]
 
 
-def test_clipped_counts_passes_reference(capsys):
-    check_clipped_counts(clipped)
-    check_clipped_counts(lambda h, rs, n: Counter(clipped(h, rs, n)))
-    assert capsys.readouterr().out == "✅ Exercise 6.1 passed: clipped n-gram counts\n" * 2
+# --- 6.1 ---------------------------------------------------------------------------------------
 
 
-def test_clipped_counts_fails_without_clipping():
-    def unclipped(hyp, refs, n):
-        ref_all = set().union(*(ngrams(r, n) for r in refs))
-        return {g: c for g, c in ngrams(hyp, n).items() if g in ref_all}
-
-    with pytest.raises(ExerciseError, match=r"the notes' 'the the …' \(n=1\)") as err:
-        check_clipped_counts(unclipped)
-    text = str(err.value)
-    assert "expected {('the',): 2}" in text and "got      {('the',): 6}" in text
-
-
-def test_clipped_counts_fails_summing_over_references():
-    def summed(hyp, refs, n):
-        total = Counter()
-        for r in refs:
-            total += ngrams(r, n)
-        return {g: min(c, total[g]) for g, c in ngrams(hyp, n).items() if total[g] > 0}
-
-    with pytest.raises(ExerciseError, match=r"max over references, not the sum") as err:
-        check_clipped_counts(summed)
-    assert "expected" in str(err.value) and "got" in str(err.value)
+def clipped_nltk_style(hyp, refs, n):  # one n-gram at a time, with list.count-like loops
+    grams = [tuple(hyp[i : i + n]) for i in range(len(hyp) - n + 1)]
+    out = {}
+    for g in set(grams):
+        best = max(sum(1 for i in range(len(r) - n + 1) if tuple(r[i : i + n]) == g) for r in refs)
+        if best:
+            out[g] = min(grams.count(g), best)
+    return out
 
 
-def test_clipped_counts_fails_wrong_type_and_stub():
-    with pytest.raises(ExerciseError, match=r"expected a dict .* got int 2"):
-        check_clipped_counts(lambda h, rs, n: 2)
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_clipped_counts(_stub)
+def _clip_with(ngram_fn, combine):
+    def answer(hyp, refs, n):
+        h = ngram_fn(hyp, n)
+        return combine(h, [ngram_fn(r, n) for r in refs])
+
+    return answer
 
 
-# --- Exercise 6.2 --------------------------------------------------------------------------
+def _off_by_one(tokens, n):
+    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n))
 
 
-def test_brevity_penalty_passes_reference(capsys):
-    check_brevity_penalty(bp)
+def _max_refs(counts):
+    out = Counter()
+    for c in counts:
+        out |= c
+    return out
+
+
+WRONG_6_1 = [
+    ("off-by-one n-gram range", _clip_with(_off_by_one, lambda h, rs: h & _max_refs(rs)),
+     r"range\(len\(tokens\) - n \+ 1\)"),
+    ("sum over references", _clip_with(ngrams, lambda h, rs: h & sum(rs, Counter())),
+     "not the sum"),
+    ("no clipping", _clip_with(ngrams, lambda h, rs: Counter({g: c for g, c in h.items()
+                                                            if g in _max_refs(rs)})),
+     "counts at most as often"),
+    ("first reference only", _clip_with(ngrams, lambda h, rs: h & rs[0]), "not only the first"),
+    ("returns a list", lambda hyp, refs, n: list(clipped(hyp, refs, n).items()), "expected a dict"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("answer", [clipped, clipped_nltk_style])
+def test_clipped_counts_passes_right_answers(answer, capsys):
+    check_clipped_counts(answer)
+    assert capsys.readouterr().out == "✅ Exercise 6.1 passed: clipped n-gram counts\n"
+
+
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_6_1, ids=_ids(WRONG_6_1))
+def test_clipped_counts_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_clipped_counts(answer)
+
+
+def test_clipped_counts_shows_the_notes_example():
+    with pytest.raises(
+        ExerciseError, match=r"expected \{\('the',\): 2\}\n  got      \{\('the',\): 6\}"
+    ):
+        check_clipped_counts(_clip_with(ngrams, lambda h, rs: Counter({g: c for g, c in h.items()
+                                                                       if g in _max_refs(rs)})))  # fmt: skip
+
+
+# --- 6.2 / 6.3 ---------------------------------------------------------------------------------
+
+
+def bp_alt(c, r):
+    return min(1.0, math.exp(1 - r / c)) if c else 0.0
+
+
+WRONG_6_2 = [
+    ("inverted ratio", lambda c, r: 1.0 if c >= r else (0.0 if c == 0 else math.exp(1 - c / r)),
+     "not 1 - c/r"),
+    ("no cap at 1", lambda c, r: 0.0 if c == 0 else math.exp(1 - r / c), "never rewards length"),
+    ("divides by zero", lambda c, r: 1.0 if c >= r else math.exp(1 - r / c), "test c == 0"),
+    ("empty gets 1", lambda c, r: 1.0 if c >= r or c == 0 else math.exp(1 - r / c), "gets BP = 0"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
+
+WRONG_6_3 = [
+    ("tie -> longer", lambda h, rs: min(rs, key=lambda r: (abs(r - h), -r)), "SHORTER one"),
+    ("first closest (no tie rule)", lambda h, rs: min(rs, key=lambda r: abs(r - h)), "SHORTER one"),
+    ("shortest reference", lambda h, rs: min(rs), "not the shortest"),
+    ("longest reference", lambda h, rs: max(rs), "not the longest"),
+    ("mean length", lambda h, rs: sum(rs) / len(rs), "closest"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("answer", [bp, bp_alt])
+def test_brevity_penalty_passes_right_answers(answer, capsys):
+    check_brevity_penalty(answer)
     assert capsys.readouterr().out == "✅ Exercise 6.2 passed: brevity penalty\n"
 
 
-def test_brevity_penalty_fails_inverted_ratio():
-    with pytest.raises(ExerciseError, match=r"the notes' example \(c=5, r=6\)") as err:
-        check_brevity_penalty(lambda c, r: 1.0 if c >= r else math.exp(1 - c / r))
-    text = str(err.value)
-    assert "expected 0.8187" in text and "got      1.1814" in text
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_6_2, ids=_ids(WRONG_6_2))
+def test_brevity_penalty_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_brevity_penalty(answer)
 
 
-def test_brevity_penalty_fails_on_empty_hypothesis():
-    with pytest.raises(ExerciseError, match=r"raised ZeroDivisionError"):
-        check_brevity_penalty(lambda c, r: 1.0 if c >= r else math.exp(1 - r / c))
-
-
-def test_brevity_penalty_fails_stub():
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_brevity_penalty(_stub)
-
-
-# --- Exercise 6.3 --------------------------------------------------------------------------
-
-
-def test_closest_ref_length_passes_reference(capsys):
-    check_closest_ref_length(closest)
+@pytest.mark.parametrize(
+    "answer", [closest, lambda h, rs: sorted(rs, key=lambda r: (abs(r - h), r))[0]]
+)
+def test_closest_ref_length_passes_right_answers(answer, capsys):
+    check_closest_ref_length(answer)
     assert capsys.readouterr().out == "✅ Exercise 6.3 passed: closest reference length\n"
 
 
-def test_closest_ref_length_fails_on_ties_and_averages():
-    with pytest.raises(ExerciseError, match=r"among \[7, 3\]:\n  expected 3\n  got      7"):
-        check_closest_ref_length(lambda h, rs: min(rs, key=lambda r: abs(r - h)))
-    with pytest.raises(ExerciseError, match=r"expected 4\n  got      6"):
-        check_closest_ref_length(lambda h, rs: round(sum(rs) / len(rs)))
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_closest_ref_length(_stub)
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_6_3, ids=_ids(WRONG_6_3))
+def test_closest_ref_length_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_closest_ref_length(answer)
 
 
-# --- Exercise 6.4 --------------------------------------------------------------------------
+# --- 6.4 ---------------------------------------------------------------------------------------
 
 
-def test_corpus_bleu_passes_reference(capsys):
-    check_corpus_bleu(bleu)
+def bleu_sacrebleu(hyps, refs):
+    n_refs = max(len(rs) for rs in refs)
+    streams = [[" ".join(rs[k]) if k < len(rs) else None for rs in refs] for k in range(n_refs)]
+    return sacrebleu.corpus_bleu([" ".join(h) for h in hyps], streams, tokenize="none",
+                                 smooth_method="none").score  # fmt: skip
+
+
+def _bleu_variant(order=4, ref_len=closest, mean="geo", off=0):
+    def answer(hyps, refs):
+        matches, totals, c, r = [0] * order, [0] * order, 0, 0
+        for h, rs in zip(hyps, refs, strict=True):
+            for n in range(1, order + 1):
+                matches[n - 1] += sum(clipped(h, rs, n).values())
+                totals[n - 1] += max(len(h) - n + 1 - off, 0)
+            c += len(h)
+            r += ref_len(len(h), [len(x) for x in rs])
+        if min(matches) == 0:
+            return 0.0
+        p = [m / t for m, t in zip(matches, totals, strict=True)]
+        m = sum(p) / order if mean == "arith" else math.exp(sum(map(math.log, p)) / order)
+        return 100 * bp(c, r) * m
+
+    return answer
+
+
+WRONG_6_4 = [
+    ("mean of sentence BLEU", lambda hs, rs: sum(bleu([h], [r]) for h, r in zip(hs, rs, strict=True)) / len(hs),
+     "not the mean of sentence BLEU"),
+    ("N = 3", _bleu_variant(order=3), "up to N = 4"),
+    ("shortest reference", _bleu_variant(ref_len=lambda h, lens: min(lens)), "CLOSEST reference"),
+    ("arithmetic mean", _bleu_variant(mean="arith"), "GEOMETRIC mean"),
+    ("totals off by one", _bleu_variant(off=1), "L - n \\+ 1 n-grams"),
+    ("0-1 scale", lambda hs, rs: bleu(hs, rs, scale=1.0), "0–1 scale"),
+    ("returns a str", lambda hs, rs: f"{bleu(hs, rs):.2f}", "expected a number"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("answer", [bleu, bleu_sacrebleu])
+def test_corpus_bleu_passes_right_answers(answer, capsys):
+    check_corpus_bleu(answer)
     assert capsys.readouterr().out == "✅ Exercise 6.4 passed: corpus BLEU from scratch\n"
 
 
-def test_corpus_bleu_fails_on_the_0_1_scale_with_a_hint():
-    with pytest.raises(ExerciseError, match=r"0–1 scale; report BLEU ×100") as err:
-        check_corpus_bleu(lambda h, r: bleu(h, r, scale=1.0))
-    assert "expected 57.893" in str(err.value)
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_6_4, ids=_ids(WRONG_6_4))
+def test_corpus_bleu_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_corpus_bleu(answer)
 
 
-def test_corpus_bleu_fails_averaging_sentence_bleu():
-    def averaged(hyps, refs):
-        return sum(bleu([h], [r]) for h, r in zip(hyps, refs, strict=True)) / len(hyps)
-
-    with pytest.raises(
-        ExerciseError, match=r"one or two references each:\n  expected 44.1386\n  got      20.49"
-    ):
-        check_corpus_bleu(averaged)
+# --- 6.5 (construct a counter-example) ---------------------------------------------------------
 
 
-def test_corpus_bleu_fails_with_the_longest_reference():
-    with pytest.raises(ExerciseError, match=r"one or two references each") as err:
-        check_corpus_bleu(lambda h, r: bleu(h, r, closest_fn=lambda n, lens: max(lens)))
-    assert "expected 44.1386" in str(err.value) and "got" in str(err.value)
+def test_the_paraphrase_really_is_a_low_scoring_right_answer():
+    assert sacrebleu.sentence_bleu(PARAPHRASE, [REFERENCE]).score == pytest.approx(23.46, abs=0.01)
 
 
-def test_corpus_bleu_fails_non_number_and_stub():
-    with pytest.raises(ExerciseError, match=r"expected a number, got str"):
-        check_corpus_bleu(lambda h, r: "57.9")
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_corpus_bleu(_stub)
+@pytest.mark.parametrize(
+    "candidate",
+    [
+        "the meeting was not cancelled because the manager was ill",
+        "the meeting was cancelled because the manager was not ill",
+        "the meeting was not cancelled because the manager was not ill",
+    ],
+)
+def test_bleu_counterexample_accepts_every_right_answer(candidate, capsys):
+    assert sacrebleu.sentence_bleu(candidate, [REFERENCE]).score > 23.46
+    check_bleu_counterexample(candidate)
+    assert "✅ Exercise 6.5 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("candidate", "hint"),
+    [
+        (
+            "the meeting was cancelled because the manager was ill",
+            "does not contain the word 'not'",
+        ),
+        ("the meeting was not cancelled", "keep the reference's words"),
+        ("not the meeting", "keep the reference's words"),
+        ("the meeting was cancelled because the manager wasnot ill", "does not contain"),
+        (["the", "meeting", "was", "not"], "expected a sentence"),
+    ],
+)
+def test_bleu_counterexample_names_the_mistake(candidate, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_bleu_counterexample(candidate)

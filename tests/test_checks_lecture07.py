@@ -1,144 +1,249 @@
-"""The lecture 07 checks pass the reference answers and reject plausible wrong ones."""
+"""Lecture 07 checks: right answers pass, each usual mistake fails with the hint naming it."""
 
 import numpy as np
 import pytest
 import torch
+from _exercise_stub import STUB_MESSAGE
+from _exercise_stub import stub as _stub
 
-from course_lib import additive_attention, causal_mask, padding_mask
+from course_lib import additive_attention
 from course_lib.checks import ExerciseError
 from course_lib.checks.lecture07 import (
     check_additive_attention,
     check_decoder_self_mask,
+    check_greedy_counterexample,
     check_greedy_decode,
 )
-from course_lib.models import greedy_decode
+from course_lib.models import AdditiveAttention
+
+SEEDS = (0, 1, 2024)
 
 
-def stub(*args, **kwargs):
-    raise NotImplementedError("Exercise: replace this line with your answer")
+def _ids(table):
+    return [row[0] for row in table]
 
 
-# ---- 7.1 ----
-
-
-def test_additive_attention_reference_passes(capsys):
-    check_additive_attention(additive_attention)
-    assert "Exercise 7.1 passed" in capsys.readouterr().out
-
-
-def test_additive_attention_without_tanh_fails():
-    def no_tanh(s, h, wq, wk, v, mask=None):
-        e = (s @ wq + h @ wk) @ v
-        if mask is not None:
-            e = np.where(mask, e, -np.inf)
+def _softmax(e):
+    with np.errstate(all="ignore"):
         w = np.exp(e - e.max())
-        w /= w.sum()
-        return w @ h, w
-
-    with pytest.raises(ExerciseError, match=r"(?s)weights for .*expected.*got"):
-        check_additive_attention(no_tanh)
+        return w / w.sum()
 
 
-def test_additive_attention_ignoring_the_mask_fails():
-    def no_mask(s, h, wq, wk, v, mask=None):
-        return additive_attention(s, h, wq, wk, v)
-
-    with pytest.raises(ExerciseError, match="masked out"):
-        check_additive_attention(no_mask)
+# --- 7.1 ---------------------------------------------------------------------------------------
 
 
-def test_additive_attention_stub_fails():
-    with pytest.raises(ExerciseError, match="NotImplementedError"):
-        check_additive_attention(stub)
+def additive_numpy(s, h, wq, wk, v, mask=None):
+    e = np.tanh(s @ wq + h @ wk) @ v
+    if mask is not None:
+        e = np.where(mask, e, -np.inf)
+    w = _softmax(e)
+    return w @ h, w
 
 
-# ---- 7.2 ----
+def additive_torch_layer(
+    s, h, wq, wk, v, mask=None
+):  # the lecture's torch layer, weights copied in
+    layer = AdditiveAttention(wq.shape[0], wk.shape[0], wq.shape[1]).double()
+    with torch.no_grad():
+        layer.w_query.weight.copy_(torch.from_numpy(wq.T))
+        layer.w_key.weight.copy_(torch.from_numpy(wk.T))
+        layer.v.weight.copy_(torch.from_numpy(v[None]))
+    m = None if mask is None else torch.from_numpy(mask)[None]
+    ctx, w = layer(torch.from_numpy(s)[None], torch.from_numpy(h)[None], m)
+    return ctx[0].detach().numpy(), w[0].detach().numpy()
 
 
-def reference_mask(lengths, n):
-    return causal_mask(n)[None] & padding_mask(np.asarray(lengths), n)
+def _additive(variant):
+    def answer(s, h, wq, wk, v, mask=None):
+        e = (s @ wq + h @ wk) @ v if variant == "no tanh" else np.tanh(s @ wq + h @ wk) @ v
+        if mask is not None and variant == "flipped":
+            e = np.where(mask, -np.inf, e)
+        elif mask is not None and variant not in ("after", "ignored"):
+            e = np.where(mask, e, -np.inf)
+        w = _softmax(e)
+        if mask is not None and variant == "after":
+            w = w * mask
+        if variant == "swapped":
+            return w, w @ h
+        return (w @ h, w) if variant != "context from weights" else (w, w)
+
+    return answer
 
 
-def test_decoder_mask_reference_passes(capsys):
-    check_decoder_self_mask(reference_mask)
-    assert "Exercise 7.2 passed" in capsys.readouterr().out
+WRONG_7_1 = [
+    ("no tanh", _additive("no tanh"), "the tanh comes before"),
+    ("opposite mask convention", _additive("flipped"), "opposite convention"),
+    ("mask after the softmax", _additive("after"), "mask BEFORE the softmax"),
+    ("mask ignored", _additive("ignored"), "mask was ignored"),
+    ("returns (weights, context)", _additive("swapped"), "in this order"),
+    ("W_s applied to h", lambda s, h, wq, wk, v, mask=None: additive_numpy(s, h, wk, wq, v, mask), "raised ValueError"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
 
 
-def test_decoder_mask_wrong_answers_fail():
-    def causal_only(lengths, n):
-        return np.broadcast_to(causal_mask(n), (len(lengths), n, n))
-
-    with pytest.raises(ExerciseError, match=r"(?s)expected.*got"):
-        check_decoder_self_mask(causal_only)
-
-    def upper(lengths, n):  # the future instead of the past
-        return np.triu(np.ones((n, n), bool))[None] & padding_mask(np.asarray(lengths), n)
-
-    with pytest.raises(ExerciseError, match=r"(?s)expected.*got"):
-        check_decoder_self_mask(upper)
-
-    def as_ints(lengths, n):
-        return reference_mask(lengths, n).astype(int)
-
-    with pytest.raises(ExerciseError, match="boolean"):
-        check_decoder_self_mask(as_ints)
-    with pytest.raises(ExerciseError, match="NotImplementedError"):
-        check_decoder_self_mask(stub)
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [additive_numpy, additive_torch_layer, additive_attention])
+def test_additive_attention_passes_right_answers(answer, seed, capsys):
+    check_additive_attention(answer, seed=seed)
+    assert "✅ Exercise 7.1 passed" in capsys.readouterr().out
 
 
-# ---- 7.3 ----
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_7_1, ids=_ids(WRONG_7_1))
+def test_additive_attention_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_additive_attention(answer, seed=1)
 
 
-def reference_greedy(model, src, src_mask, bos_id, eos_id, pad_id, max_len):
-    return greedy_decode(model, src, src_mask, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id,
-                         max_len=max_len)  # fmt: skip
+# --- 7.2 ---------------------------------------------------------------------------------------
 
 
-def test_greedy_reference_passes(capsys):
-    check_greedy_decode(reference_greedy)
-    assert "Exercise 7.3 passed" in capsys.readouterr().out
+def decoder_mask(lengths, n):
+    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    return (j <= i)[None] & (j < np.asarray(lengths)[:, None, None])
 
 
-def test_greedy_without_padding_after_eos_fails():
-    @torch.no_grad()
-    def keeps_going(model, src, src_mask, bos_id, eos_id, pad_id, max_len):
-        memory = model.encode(src, src_mask)
-        ys = torch.full((src.shape[0], 1), bos_id)
-        for _ in range(max_len):
-            nxt = model.decode(memory, src_mask, ys)[:, -1].argmax(-1)
-            ys = torch.cat([ys, nxt[:, None]], 1)
-            if (ys == eos_id).any(1).all():
-                break
-        return ys[:, 1:]
-
-    with pytest.raises(ExerciseError, match=r"(?s)expected.*got"):
-        check_greedy_decode(keeps_going)
+def decoder_mask_torch(lengths, n):
+    causal = torch.tril(torch.ones(n, n, dtype=torch.bool))
+    keys = torch.arange(n)[None, :] < torch.as_tensor(lengths)[:, None]
+    return (causal[None] & keys[:, None, :]).numpy()
 
 
-def test_greedy_using_the_first_position_fails():
-    @torch.no_grad()
-    def first_position(model, src, src_mask, bos_id, eos_id, pad_id, max_len):
-        memory = model.encode(src, src_mask)
-        ys = torch.full((src.shape[0], 1), bos_id)
-        done = torch.zeros(src.shape[0], dtype=torch.bool)
-        for _ in range(max_len):
-            nxt = model.decode(memory, src_mask, ys)[:, 0].argmax(-1).masked_fill(done, pad_id)
-            ys = torch.cat([ys, nxt[:, None]], 1)
-            done |= nxt == eos_id
-            if done.all():
-                break
-        return ys[:, 1:]
+def _mask(variant):
+    def answer(lengths, n):
+        i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+        lengths = np.asarray(lengths)
+        real = j < lengths[:, None]  # (batch, n)
+        causal = (j < i) if variant == "strict" else (j <= i)
+        if variant == "causal only":
+            return np.broadcast_to(causal, (len(lengths), n, n))
+        if variant == "padding only":
+            return np.broadcast_to(real[:, None, :], (len(lengths), n, n))
+        if variant == "rows":
+            return causal[None] & real[:, :, None]
+        if variant == "first only":
+            return causal & (j < lengths[0])
+        out = causal[None] & real[:, None, :]
+        return {"flipped": ~out, "int": out.astype(int)}.get(variant, out)
 
-    with pytest.raises(ExerciseError, match=r"(?s)expected.*got"):
-        check_greedy_decode(first_position)
+    return answer
 
 
-def test_greedy_stub_and_wrong_type_fail():
-    with pytest.raises(ExerciseError, match="NotImplementedError"):
-        check_greedy_decode(stub)
+WRONG_7_2 = [
+    ("causal only", _mask("causal only"), "padding rule is missing"),
+    ("padding only", _mask("padding only"), "causal rule is missing"),
+    ("padding on the query rows", _mask("rows"), "padding hides KEYS"),
+    ("strict causal", _mask("strict"), "j <= i, not j < i"),
+    ("opposite convention", _mask("flipped"), "opposite convention"),
+    ("only the first sentence", _mask("first only"), "one \\(n, n\\) mask per sentence"),
+    ("integer mask", _mask("int"), "expected a boolean array"),
+    ("the stub", _stub, STUB_MESSAGE),
+]
 
-    def as_list(*args):
-        return reference_greedy(*args).tolist()
 
-    with pytest.raises(ExerciseError, match="torch tensor"):
-        check_greedy_decode(as_list)
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [decoder_mask, decoder_mask_torch])
+def test_decoder_mask_passes_right_answers(answer, seed, capsys):
+    check_decoder_self_mask(answer, seed=seed)
+    assert "✅ Exercise 7.2 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_7_2, ids=_ids(WRONG_7_2))
+def test_decoder_mask_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_decoder_self_mask(answer, seed=1)
+
+
+# --- 7.3 ---------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def greedy(model, src, src_mask, bos_id, eos_id, pad_id, max_len, variant="right"):
+    memory = model.encode(src, src_mask)
+    ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)
+    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        logits = model.decode(memory, src_mask, ys)
+        nxt = (logits[:, 0] if variant == "first" else logits[:, -1]).argmax(-1)
+        if variant != "no pad":
+            nxt = nxt.masked_fill(done, pad_id)
+        ys = torch.cat([ys, nxt[:, None]], dim=1)
+        done |= nxt == eos_id
+        if variant == "any" and done.any():
+            break
+        if variant != "never stops" and done.all():
+            break
+    return ys if variant == "bos" else ys[:, 1:]
+
+
+@torch.no_grad()
+def greedy_per_sentence(model, src, src_mask, bos_id, eos_id, pad_id, max_len):
+    """One sentence at a time with Python lists, padded at the end."""
+    rows = []
+    for b in range(src.shape[0]):
+        memory = model.encode(src[b : b + 1], src_mask[b : b + 1])
+        out = [bos_id]
+        while len(out) <= max_len and out[-1] != eos_id:
+            logits = model.decode(memory, src_mask[b : b + 1], torch.tensor([out]))
+            out.append(int(logits[0, -1].argmax()))
+        rows.append(out[1:])
+    width = max(len(r) for r in rows)
+    return torch.tensor([r + [pad_id] * (width - len(r)) for r in rows])
+
+
+def _g(variant):
+    return lambda *args: greedy(*args, variant=variant)
+
+
+WRONG_7_3 = [
+    ("keeps <bos>", _g("bos"), "WITHOUT the leading <bos>"),
+    ("no padding after <eos>", _g("no pad"), "gets pad_id from then on"),
+    ("argmax of the first position", _g("first"), "LAST position"),
+    ("never stops early", _g("never stops"), "stop as soon as EVERY row"),
+    ("stops at the first <eos>", _g("any"), "not when the first row"),
+    ("returns a list", lambda *args: greedy(*args).tolist(), "expected a torch tensor"),
+    ("the stub", _stub, STUB_MESSAGE),
+]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [greedy, greedy_per_sentence])
+def test_greedy_passes_right_answers(answer, seed, capsys):
+    check_greedy_decode(answer, seed=seed)
+    assert "✅ Exercise 7.3 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_7_3, ids=_ids(WRONG_7_3))
+def test_greedy_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_greedy_decode(answer, seed=1)
+
+
+# --- 7.4 (construct a counter-example) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("p1", "p2"),
+    [
+        ([0.6, 0.4], [[0.55, 0.45], [0.9, 0.1]]),  # 0.6 * 0.55 = 0.33 < 0.4 * 0.9 = 0.36
+        ([0.5, 0.3, 0.2], [[0.4, 0.3, 0.3], [0.1, 0.0, 0.9], [1.0, 0.0, 0.0]]),
+    ],
+)
+def test_greedy_counterexample_accepts_every_right_answer(p1, p2, capsys):
+    check_greedy_counterexample(np.array(p1), p2)
+    assert "✅ Exercise 7.4 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("p1", "p2", "hint"),
+    [
+        ([0.6, 0.4], [[0.9, 0.1], [0.5, 0.5]], "greedy commits"),
+        ([0.6, 0.5], [[0.5, 0.5], [0.9, 0.1]], "sum to 1"),
+        ([0.6, 0.4], [[0.5, 0.6], [0.9, 0.1]], "EVERY row"),
+        ([1.2, -0.2], [[0.5, 0.5], [0.9, 0.1]], "non-negative"),
+        ([0.5, 0.5], [[0.5, 0.5], [0.9, 0.1]], "two first words tie"),
+        ([0.6, 0.4], [[0.5, 0.5], [0.9, 0.1], [1.0, 0.0]], "shape \\(V, V\\)"),
+    ],
+)
+def test_greedy_counterexample_names_the_mistake(p1, p2, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_greedy_counterexample(p1, p2)

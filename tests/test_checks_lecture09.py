@@ -1,4 +1,4 @@
-"""Lecture 09 checks: each passes a right answer, and fails wrong answers and stubs loudly."""
+"""Lecture 09 checks: right answers pass, each usual mistake fails with the hint naming it."""
 
 import numpy as np
 import pytest
@@ -8,122 +8,155 @@ from _exercise_stub import stub as _stub
 
 from course_lib.checks import ExerciseError
 from course_lib.checks.lecture09 import (
+    check_head_roles,
     check_previous_token_score,
     check_special_token_share,
     check_value_contributions,
+    mystery_attention,
 )
 
-# --- reference answers, written the way a student would (loops and torch) -------------------
+SEEDS = (0, 1, 2024)
 
 
-def previous_token_score(a):
-    a = np.asarray(a)
+def _ids(table):
+    return [row[0] for row in table]
+
+
+# --- 9.1 ---------------------------------------------------------------------------------------
+
+
+def prev_diagonal(a):
+    return np.diagonal(a, offset=-1, axis1=-2, axis2=-1).mean(axis=-1)
+
+
+def prev_loop(a):  # fancy indexing over the queries 1..n-1
     n = a.shape[-1]
-    return sum(a[..., i, i - 1] for i in range(1, n)) / (n - 1)
+    rows = np.arange(1, n)
+    return a[..., rows, rows - 1].mean(axis=-1)
 
 
-def special_token_share(a):
-    t = torch.as_tensor(a)
-    return (t[..., 0] + t[..., -1]).mean(dim=-1).numpy()
+def prev_torch(a):
+    return torch.as_tensor(a).diagonal(-1, -2, -1).mean(-1).numpy()
 
 
-def value_contributions(weights, values):
-    w, v = torch.as_tensor(weights), torch.as_tensor(values)
-    terms = w[..., :, :, None] * v[..., None, :, :]  # (..., n_q, n_k, d): each term of w @ v
-    return torch.linalg.vector_norm(terms, dim=-1).numpy()
+WRONG_9_1 = [
+    ("next token (offset +1)", lambda a: np.diagonal(a, 1, -2, -1).mean(-1), "You took the next token"),
+    ("counts query 0", lambda a: np.diagonal(a, -1, -2, -1).sum(-1) / a.shape[-1], "not over all n"),
+    ("sum instead of mean", lambda a: np.diagonal(a, -1, -2, -1).sum(-1), "MEAN over the queries"),
+    ("np.roll wraps around", lambda a: (np.roll(np.eye(a.shape[-1]), -1, axis=1) * a).sum((-2, -1))
+     / a.shape[-1], "do not wrap around"),
+    ("one head only (np.diag)", lambda a: np.diag(a, -1).mean(), "keep the leading"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
 
 
-# --- Exercise 9.1 ---------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [prev_diagonal, prev_loop, prev_torch])
+def test_previous_token_passes_right_answers(answer, seed, capsys):
+    check_previous_token_score(answer, seed=seed)
+    assert "✅ Exercise 9.1 passed" in capsys.readouterr().out
 
 
-def test_previous_token_score_passes_reference(capsys):
-    check_previous_token_score(previous_token_score)
-    assert capsys.readouterr().out == "✅ Exercise 9.1 passed: previous-token score\n"
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_9_1, ids=_ids(WRONG_9_1))
+def test_previous_token_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_previous_token_score(answer, seed=1)
 
 
-def test_previous_token_score_fails_averaging_over_all_queries():
-    def over_n(a):
-        return np.diagonal(a, offset=-1, axis1=-2, axis2=-1).sum(-1) / a.shape[-1]
-
-    with pytest.raises(ExerciseError, match=r"previous-token score of attention") as err:
-        check_previous_token_score(over_n)
-    text = str(err.value)
-    assert "expected" in text and "got" in text and "np.diagonal" in text
+# --- 9.2 ---------------------------------------------------------------------------------------
 
 
-def test_previous_token_score_fails_next_token_diagonal():
-    with pytest.raises(ExerciseError, match=r"(?s)\n  expected .*\n  got "):
-        check_previous_token_score(lambda a: np.diagonal(a, offset=1, axis1=-2, axis2=-1).mean(-1))
+def share(a):
+    return (a[..., 0] + a[..., -1]).mean(axis=-1)
 
 
-def test_previous_token_score_fails_stub():
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_previous_token_score(_stub)
+def share_sum_columns(a):
+    return a[..., :, [0, -1]].sum(axis=-1).mean(axis=-1)
 
 
-# --- Exercise 9.2 ---------------------------------------------------------------------------
+WRONG_9_2 = [
+    ("only [CLS]", lambda a: a[..., 0].mean(-1), "BOTH special keys"),
+    ("rows instead of columns", lambda a: (a[..., 0, :] + a[..., -1, :]).mean(-1), "columns are keys"),
+    ("sum over queries", lambda a: (a[..., 0] + a[..., -1]).sum(-1), "not a sum"),
+    ("one head only", lambda a: float((a[:, 0] + a[:, -1]).mean()), "keep the leading"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
 
 
-def test_special_token_share_passes_reference(capsys):
-    check_special_token_share(special_token_share)
-    assert (
-        capsys.readouterr().out == "✅ Exercise 9.2 passed: share of attention on [CLS] and [SEP]\n"
-    )
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [share, share_sum_columns])
+def test_special_share_passes_right_answers(answer, seed, capsys):
+    check_special_token_share(answer, seed=seed)
+    assert "✅ Exercise 9.2 passed" in capsys.readouterr().out
 
 
-def test_special_token_share_fails_cls_only():
-    with pytest.raises(ExerciseError, match=r"share of attention on \[CLS\] and \[SEP\]") as err:
-        check_special_token_share(lambda a: a[..., 0].mean(-1))
-    assert "expected" in str(err.value) and "got" in str(err.value)
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_9_2, ids=_ids(WRONG_9_2))
+def test_special_share_names_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_special_token_share(answer, seed=1)
 
 
-def test_special_token_share_fails_averaging_over_keys_instead_of_queries():
-    # a[..., 0, :] is what query 0 ([CLS]) attends to, not what attends to [CLS].
-    with pytest.raises(ExerciseError, match=r"expected"):
-        check_special_token_share(lambda a: (a[..., 0, :] + a[..., -1, :]).mean(-1))
+# --- 9.3 ---------------------------------------------------------------------------------------
 
 
-def test_special_token_share_reports_wrong_shape():
-    with pytest.raises(ExerciseError, match=r"expected an array of shape \(3, 4\)"):
-        check_special_token_share(lambda a: float((a[..., 0] + a[..., -1]).mean()))
+def contributions(w, v):
+    return w * np.linalg.norm(v, axis=-1)[..., None, :]
 
 
-def test_special_token_share_fails_stub():
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_special_token_share(_stub)
+def contributions_einsum(w, v):  # the full terms alpha_ij v_j, then their lengths
+    terms = np.einsum("...qk,...kd->...qkd", w, v)
+    return np.sqrt((terms**2).sum(axis=-1))
 
 
-# --- Exercise 9.3 ---------------------------------------------------------------------------
+WRONG_9_3 = [
+    ("squared length", lambda w, v: w * (np.linalg.norm(v, axis=-1) ** 2)[..., None, :], "not its squared"),
+    ("lengths along the rows", lambda w, v: w * np.linalg.norm(v, axis=-1)[..., :, None], "not row j"),
+    ("norm over the keys", lambda w, v: w * np.linalg.norm(v, axis=-2)[..., None, :], "raised ValueError|shape"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
 
 
-def test_value_contributions_passes_reference(capsys):
-    check_value_contributions(value_contributions)
-    assert capsys.readouterr().out == "✅ Exercise 9.3 passed: value-weighted contributions\n"
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [contributions, contributions_einsum])
+def test_contributions_pass_right_answers(answer, seed, capsys):
+    check_value_contributions(answer, seed=seed)
+    assert "✅ Exercise 9.3 passed" in capsys.readouterr().out
 
 
-def test_value_contributions_fails_norm_over_the_wrong_axis():
-    def wrong_axis(weights, values):
-        return weights * np.linalg.norm(values, axis=-2)[..., None, :]
-
-    with pytest.raises(ExerciseError, match=r"Exercise 9.3 .*\n.*raised ValueError"):
-        check_value_contributions(wrong_axis)
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_9_3, ids=_ids(WRONG_9_3))
+def test_contributions_name_the_mistake(mistake, answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_value_contributions(answer, seed=1)
 
 
-def test_value_contributions_fails_squared_lengths():
-    def squared(weights, values):
-        return weights * (values**2).sum(-1)[..., None, :]
-
-    with pytest.raises(ExerciseError) as err:
-        check_value_contributions(squared)
-    text = str(err.value)
-    assert "expected" in text and "got" in text and "np.linalg.norm(values, axis=-1)" in text
+# --- 9.4 (interpret) ---------------------------------------------------------------------------
 
 
-def test_value_contributions_fails_weights_alone():
-    with pytest.raises(ExerciseError, match=r"(?s)contributions for weights .*expected.*got"):
-        check_value_contributions(lambda w, v: w)
+def test_mystery_heads_are_what_the_scores_say():
+    a = mystery_attention()
+    assert a.shape == (2, 3, 10, 10) and np.allclose(a.sum(-1), 1.0)
+    prev = prev_diagonal(a)
+    assert np.unravel_index(prev.argmax(), prev.shape) == (1, 1) and prev.max() > 0.5
+    assert np.sort(prev.ravel())[-2] < 0.3  # no close second
 
 
-def test_value_contributions_fails_stub():
-    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_value_contributions(_stub)
+@pytest.mark.parametrize("answer", [((1, 1), (1, 0)), ([1, 1], np.array([1, 0]))])
+def test_head_roles_pass_right_answers(answer, capsys):
+    check_head_roles(*answer)
+    assert "✅ Exercise 9.4 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("prev", "cls", "hint"),
+    [
+        ((0, 1), (1, 0), "NEXT token"),
+        ((1, 0), (1, 0), "from query 1 the previous token"),
+        ((1, 2), (1, 0), "previous_token_score"),
+        ((1, 1), (0, 0), "LAST token, \\[SEP\\]"),
+        ((1, 1), (0, 2), "key 0"),
+        ("1,1", (1, 0), "expected a pair"),
+    ],
+)
+def test_head_roles_name_the_mistake(prev, cls, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_head_roles(prev, cls)

@@ -1,121 +1,208 @@
-"""The lecture 10 checks pass a right answer, and fail a plausible wrong one and the stub."""
+"""Lecture 10 checks: right answers pass, each usual mistake fails with the hint naming it."""
+
+import math
 
 import numpy as np
 import pytest
+from _exercise_stub import STUB_MESSAGE
+from _exercise_stub import stub as _stub
 
 from course_lib.checks import ExerciseError
 from course_lib.checks.lecture10 import (
     check_attention_block,
     check_chunked_attention,
     check_online_update,
+    check_overflow_points,
 )
 
-
-def stub(*args):
-    raise NotImplementedError("Exercise: replace this line with your answer")
+SEEDS = (0, 1, 2024)
 
 
-# Right answers, written out in plain numpy (independent of course_lib's implementation).
-def good_update(m, s, block):
+def _ids(table):
+    return [row[0] for row in table]
+
+
+# --- 10.1 --------------------------------------------------------------------------------------
+
+
+def online_update(m, s, block):
     m_new = max(m, float(np.max(block)))
     ref = 0.0 if m_new == -np.inf else m_new
     return m_new, s * np.exp(m - ref) + np.sum(np.exp(block - ref))
 
 
-def good_block(m, s, acc, q, k, v):
-    scores = q @ k.T / np.sqrt(q.shape[1])
+def online_update_loop(m, s, block):  # one logit at a time, with math
+    for x in block:
+        x = float(x)
+        if x == -math.inf:
+            continue
+        if x > m:
+            s, m = s * math.exp(m - x) + 1.0, x
+        else:
+            s += math.exp(x - m)
+    return m, s
+
+
+def _update(variant):
+    def answer(m, s, block):
+        if variant == "raw exp":
+            total = s * np.exp(m) + np.sum(np.exp(block))
+            m_new = max(m, float(np.max(block)))
+            return m_new, total / np.exp(m_new)
+        m_new = float(np.max(block)) if variant == "block max" else max(m, float(np.max(block)))
+        ref = 0.0 if (m_new == -np.inf and variant != "nan") else m_new
+        rescale = 1.0 if variant == "no rescale" else np.exp(m - ref)
+        return m_new, s * rescale + np.sum(np.exp(block - ref))
+
+    return answer
+
+
+WRONG_10_1 = [
+    ("no rescaling of s", _update("no rescale"), "multiply it by exp\\(m - m_new\\)"),
+    ("maximum of the block only", _update("block max"), "not only of this block"),
+    ("exponentiates raw logits", _update("raw exp"), "never exponentiate a raw logit"),
+    ("nan on a fully masked block", _update("nan"), "subtract 0 instead"),
+    ("returns one number", lambda m, s, b: s, "expected a pair"),
+    ("the stub", _stub, STUB_MESSAGE),
+]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [online_update, online_update_loop])
+def test_online_update_passes_right_answers(answer, seed, capsys):
+    check_online_update(answer, seed=seed)
+    assert "✅ Exercise 10.1 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_10_1, ids=_ids(WRONG_10_1))
+def test_online_update_names_the_mistake(mistake, answer, hint):
+    with np.errstate(all="ignore"), pytest.raises(ExerciseError, match=hint):
+        check_online_update(answer, seed=1)
+
+
+# --- 10.2 --------------------------------------------------------------------------------------
+
+
+def block_update(m, s, acc, qb, kb, vb, variant="right"):
+    d = qb.shape[1]
+    scale = {"d_k": d, "n_keys": np.sqrt(kb.shape[0]), "none": 1.0}.get(variant, np.sqrt(d))
+    scores = qb @ kb.T / scale
     m_new = np.maximum(m, scores.max(axis=1))
     r = np.exp(m - m_new)
     p = np.exp(scores - m_new[:, None])
-    return m_new, r * s + p.sum(axis=1), r[:, None] * acc + p @ v
+    s_new = (1.0 if variant == "no rescale" else r) * s + p.sum(axis=1)
+    keep_acc = variant in ("no acc rescale", "no rescale")
+    acc_new = (1.0 if keep_acc else r[:, None]) * acc + p @ vb
+    return m_new, s_new, acc_new
 
 
-def good_chunked(q, k, v, block_size):
-    out = np.empty((q.shape[0], v.shape[1]))
+def block_update_per_query(m, s, acc, qb, kb, vb):  # one query row at a time
+    out = [], [], []
+    for i in range(qb.shape[0]):
+        mi, si, ai = m[i], s[i], acc[i]
+        scores = kb @ qb[i] / math.sqrt(qb.shape[1])
+        new_m = max(mi, scores.max())
+        w = np.exp(scores - new_m)
+        out[0].append(new_m)
+        out[1].append(si * math.exp(mi - new_m) + w.sum())
+        out[2].append(ai * math.exp(mi - new_m) + w @ vb)
+    return np.array(out[0]), np.array(out[1]), np.array(out[2])
+
+
+WRONG_10_2 = [
+    ("acc not rescaled", lambda *a: block_update(*a, variant="no acc rescale"), "acc was accumulated"),
+    ("nothing rescaled", lambda *a: block_update(*a, variant="no rescale"), "rescale BOTH"),
+    ("scaled by d_k", lambda *a: block_update(*a, variant="d_k"), "not by d_k"),
+    ("scaled by the number of keys", lambda *a: block_update(*a, variant="n_keys"), "not the number of keys"),
+    ("not scaled", lambda *a: block_update(*a, variant="none"), "scale the scores"),
+    ("returns a pair", lambda *a: block_update(*a)[:2], "expected a triple"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [block_update, block_update_per_query])
+def test_attention_block_passes_right_answers(answer, seed, capsys):
+    check_attention_block(answer, seed=seed)
+    assert "✅ Exercise 10.2 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_10_2, ids=_ids(WRONG_10_2))
+def test_attention_block_names_the_mistake(mistake, answer, hint):
+    with np.errstate(all="ignore"), pytest.raises(ExerciseError, match=hint):
+        check_attention_block(answer, seed=1)
+
+
+# --- 10.3 --------------------------------------------------------------------------------------
+
+
+def chunked(q, k, v, block_size, variant="right"):
+    out = np.empty_like(q) if variant == "empty_like q" else np.empty((q.shape[0], v.shape[1]))
+    n_k = k.shape[0] - (k.shape[0] % block_size if variant == "drops keys" else 0)
     for qs in range(0, q.shape[0], block_size):
         qb = q[qs : qs + block_size]
         m, s, acc = np.full(len(qb), -np.inf), np.zeros(len(qb)), np.zeros((len(qb), v.shape[1]))
-        for ks in range(0, k.shape[0], block_size):
-            m, s, acc = good_block(m, s, acc, qb, k[ks : ks + block_size], v[ks : ks + block_size])
-        out[qs : qs + block_size] = acc / s[:, None]
+        for ks in range(0, n_k, block_size):
+            m, s, acc = block_update(
+                m, s, acc, qb, k[ks : ks + block_size], v[ks : ks + block_size]
+            )
+        out[qs : qs + block_size] = acc if variant == "no division" else acc / s[:, None]
     return out
 
 
-# Plausible mistakes.
-def update_without_rescale(m, s, block):
-    m_new = max(m, float(np.max(block)))
-    ref = 0.0 if m_new == -np.inf else m_new
-    return m_new, s + np.sum(np.exp(block - ref))
+def chunked_keys_outer(q, k, v, block_size):  # keys in the outer loop, all queries at once
+    m, s = np.full(q.shape[0], -np.inf), np.zeros(q.shape[0])
+    acc = np.zeros((q.shape[0], v.shape[1]))
+    for ks in range(0, k.shape[0], block_size):
+        m, s, acc = block_update(m, s, acc, q, k[ks : ks + block_size], v[ks : ks + block_size])
+    return acc / s[:, None]
 
 
-def update_nan_on_masked_block(m, s, block):
-    m_new = max(m, float(np.max(block)))
-    return m_new, s * np.exp(m - m_new) + np.sum(np.exp(block - m_new))
+WRONG_10_3 = [
+    ("output shaped like q", lambda *a: chunked(*a, variant="empty_like q"), "np.empty_like\\(q\\)"),
+    ("drops the last key block", lambda *a: chunked(*a, variant="drops keys"), "last key block is shorter"),
+    ("no division by s", lambda *a: chunked(*a, variant="no division"), "divide acc by"),
+    ("the stub", _stub, STUB_MESSAGE),
+]  # fmt: skip
 
 
-def block_without_acc_rescale(m, s, acc, q, k, v):
-    m_new, s_new, _ = good_block(m, s, acc, q, k, v)
-    scores = q @ k.T / np.sqrt(q.shape[1])
-    return m_new, s_new, acc + np.exp(scores - m_new[:, None]) @ v
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", [chunked, chunked_keys_outer])
+def test_chunked_passes_right_answers(answer, seed, capsys):
+    check_chunked_attention(answer, seed=seed)
+    assert "✅ Exercise 10.3 passed" in capsys.readouterr().out
 
 
-def chunked_dropping_last_partial_block(q, k, v, block_size):
-    out = np.zeros((q.shape[0], v.shape[1]))
-    for qs in range(0, q.shape[0], block_size):
-        qb = q[qs : qs + block_size]
-        m, s, acc = np.full(len(qb), -np.inf), np.zeros(len(qb)), np.zeros((len(qb), v.shape[1]))
-        full = k.shape[0] // block_size * block_size or block_size
-        for ks in range(0, full, block_size):
-            m, s, acc = good_block(m, s, acc, qb, k[ks : ks + block_size], v[ks : ks + block_size])
-        out[qs : qs + block_size] = acc / s[:, None]
-    return out
+@pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_10_3, ids=_ids(WRONG_10_3))
+def test_chunked_names_the_mistake(mistake, answer, hint):
+    with np.errstate(all="ignore"), pytest.raises(ExerciseError, match=hint):
+        check_chunked_attention(answer, seed=1)
 
 
-def test_right_answers_pass(capsys):
-    check_online_update(good_update)
-    check_attention_block(good_block)
-    check_chunked_attention(good_chunked)
-    out = capsys.readouterr().out
-    for ex in ("10.1", "10.2", "10.3"):
-        assert f"✅ Exercise {ex} passed" in out
+# --- 10.4 (predict, then measure) --------------------------------------------------------------
+
+
+def test_overflow_points_are_what_numpy_measures(capsys):
+    with np.errstate(over="ignore"):
+        f32 = next(x for x in range(200) if np.isinf(np.exp(np.float32(x))))
+        f64 = next(x for x in range(1000) if np.isinf(np.exp(np.float64(x))))
+    assert (f32, f64) == (89, 710)
+    assert math.ceil(math.log(np.finfo(np.float32).max)) == 89
+    check_overflow_points(f32, np.int64(f64))
+    assert "✅ Exercise 10.4 passed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
-    ("check", "wrong", "match"),
+    ("f32", "f64", "hint"),
     [
-        (
-            check_online_update,
-            update_without_rescale,
-            r"(?s)Exercise 10.1.*s_new.*exp\(m - m_new\)",
-        ),
-        (check_online_update, update_nan_on_masked_block, r"(?s)fully masked.*nan.*s = 0"),
-        (check_attention_block, block_without_acc_rescale, r"(?s)Exercise 10.2.*acc_new"),
-        (
-            check_chunked_attention,
-            chunked_dropping_last_partial_block,
-            r"(?s)Exercise 10.3.*n_k = 10, block_size = 4",
-        ),
+        (88, 710, "still below the float32 maximum"),
+        (89, 709, "still below the float64 maximum"),
+        (710, 89, "float64 answer"),
+        (12, 710, "float16"),
+        (100, 710, "log of np.finfo"),
+        (88.7, 709.8, "expected an int"),
     ],
 )
-def test_plausible_wrong_answers_fail_with_expected_and_got(check, wrong, match):
-    with pytest.raises(ExerciseError, match=match) as info:
-        check(wrong)
-    text = str(info.value)
-    # check_array reports a nan result as such; any other wrong number as expected vs got
-    assert ("expected" in text and "got" in text) or "contains nan" in text
-    assert "Hint:" in text
-
-
-@pytest.mark.parametrize(
-    "check", [check_online_update, check_attention_block, check_chunked_attention]
-)
-def test_stubs_fail(check):
-    with pytest.raises(ExerciseError, match="still raises NotImplementedError"):
-        check(stub)
-
-
-def test_wrong_return_types_are_explained():
-    with pytest.raises(ExerciseError, match=r"expected a pair \(m_new, s_new\)"):
-        check_online_update(lambda m, s, block: 1.0)
-    with pytest.raises(ExerciseError, match=r"expected a triple"):
-        check_attention_block(lambda *a: (1, 2))
+def test_overflow_points_name_the_mistake(f32, f64, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_overflow_points(f32, f64)

@@ -21,6 +21,10 @@ __all__ = [
     "check_value",
     "passed",
     "call_student",
+    "call_student_frozen",
+    "frozen",
+    "check_mistakes",
+    "read_only",
     "Built",
 ]
 
@@ -33,7 +37,7 @@ class ExerciseError(AssertionError):
         if hint:
             text += f"\nHint: {hint}"
         super().__init__(text + "\n")
-        self.exercise = exercise
+        self.exercise, self.message, self.hint = exercise, message, hint
 
 
 def _show(x) -> str:
@@ -155,3 +159,76 @@ def check_count(exercise: str, got, expected: int, *, what: str, hint: str | Non
 def passed(exercise: str, title: str) -> None:
     """Print the one fixed line that a passing check cell shows."""
     print(f"✅ Exercise {exercise} passed: {title}")
+
+
+def _same(got, wrong, rtol: float, atol: float) -> bool:
+    """True if ``got`` equals the wrong answer ``wrong`` (same shape, close, nan where it has nan)."""
+    try:
+        g, w = np.asarray(got, dtype=float), np.asarray(wrong, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    if g.shape != w.shape or not np.isfinite(w).any():  # an all-nan mistake names nothing
+        return False
+    return bool(np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True))
+
+
+def check_mistakes(
+    exercise: str,
+    got,
+    expected,
+    *,
+    what: str,
+    hint: str,
+    mistakes: dict | None = None,
+    rtol: float = 1e-6,
+    atol: float = 1e-8,
+) -> None:
+    """:func:`check_array`, but a wrong answer that IS a known mistake gets that mistake's hint.
+
+    ``mistakes`` maps a hint naming a mistake to the value that mistake produces on this input
+    (computed by the check itself, e.g. a softmax with the maximum of the whole array
+    subtracted). The first mistake whose value equals ``got`` replaces the generic ``hint``.
+    """
+    try:
+        check_array(exercise, got, expected, what=what, hint=hint, rtol=rtol, atol=atol)
+    except ExerciseError as err:
+        with np.errstate(all="ignore"):
+            for mistake_hint, wrong in (mistakes or {}).items():
+                if _same(got, wrong, rtol, atol):
+                    raise ExerciseError(exercise, err.message, mistake_hint) from None
+        raise
+
+
+def read_only(data, dtype: str = "float64") -> np.ndarray:
+    """A numpy array the student's function may read but not change (a :class:`Built` factory).
+
+    ``Built("course_lib.checks:read_only", data=x.tolist(), dtype="float64")`` builds it where
+    the student's code runs, so that an answer that writes into its input fails loudly there.
+    """
+    arr = np.array(data, dtype=dtype)
+    arr.setflags(write=False)
+    return arr
+
+
+def frozen(x: np.ndarray) -> Built:
+    """The :class:`Built` recipe of a read-only copy of ``x``."""
+    x = np.asarray(x)
+    return Built("course_lib.checks:read_only", data=x.tolist(), dtype=str(x.dtype))
+
+
+def call_student_frozen(exercise: str, fn: Callable, *args, **kwargs):
+    """:func:`call_student` where writing into a read-only argument gets a hint naming the mistake.
+
+    Pass the arrays the answer must not change as :func:`frozen` recipes.
+    """
+    try:
+        return call_student(exercise, fn, *args, **kwargs)
+    except ExerciseError as err:
+        if "read-only" in err.message:
+            raise ExerciseError(
+                exercise,
+                err.message,
+                "your function changes the caller's array in place (x -= …, x[...] = …). "
+                "Leave the input alone and work on a copy: x = x.copy() or x = x - m.",
+            ) from None
+        raise

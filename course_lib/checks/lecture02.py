@@ -5,81 +5,201 @@ from __future__ import annotations
 import numpy as np
 
 from ..attention import causal_mask, project_qkv, scaled_dot_product_attention
-from . import ExerciseError, call_student, check_array, check_value, passed
+from ..softmax import softmax
+from . import ExerciseError, call_student, check_mistakes, check_value, passed
 
-__all__ = ["check_self_attention", "check_causal_mask", "check_masked_attention"]
+__all__ = [
+    "check_self_attention",
+    "check_causal_mask",
+    "check_masked_attention",
+    "check_attends_elsewhere",
+]
 
 
-def _example(rng: np.random.Generator, n: int = 4, d_model: int = 6, d_k: int = 3):
-    x = rng.normal(size=(n, d_model))
-    w = [rng.normal(size=(d_model, d_k)) for _ in range(3)]
-    return x, w
+def _weights(scores, axis=-1):
+    """Softmax that lets a wrong answer's all -inf row become nan instead of raising."""
+    with np.errstate(all="ignore"):
+        e = np.exp(scores - np.max(scores, axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
 
 
-def check_self_attention(student_fn) -> None:
-    """Exercise 2.1: Z = softmax(X W_Q (X W_K)^T / sqrt(d_k)) X W_V."""
+BATCH_HINT = (
+    "X may have leading (batch) axes: K.T reverses ALL axes of a 3-D array. Swap only the last "
+    "two: np.swapaxes(K, -1, -2), and take the softmax over axis=-1."
+)
+
+
+def check_self_attention(student_fn, *, seed: int = 0) -> None:
+    """Exercise 2.1: Z = softmax(X W_Q (X W_K)^T / sqrt(d_k)) X W_V for X (..., n, d_model)."""
     ex = "2.1"
-    rng = np.random.default_rng(21)
-    for n, d_model, d_k in ((4, 6, 3), (1, 2, 2), (5, 4, 8)):
-        x, (w_q, w_k, w_v) = _example(rng, n, d_model, d_k)
-        got = call_student(ex, student_fn, x, w_q, w_k, w_v)
-        z, _ = scaled_dot_product_attention(*project_qkv(x, w_q, w_k, w_v))
-        check_array(
-            ex,
-            got,
-            z,
-            what=f"Z for a sentence of {n} tokens (d_model={d_model}, d_k={d_k})",
-            hint="Q = X @ W_Q (same for K, V); scores = Q @ K.T / sqrt(d_k); "
-            "softmax along each row; Z = A @ V.",
-        )
+    rng = np.random.default_rng((21, seed))
+    # d_model, d_k and d_v all differ, so a scale by the wrong width shows; then batches.
+    cases = [((4, 6), 3, 5), ((1, 2), 2, 2), ((5, 4), 9, 3), ((3, 3), 3, 3),
+             ((2, 4, 6), 3, 5), ((2, 3, 5, 4), 2, 3)]  # fmt: skip
+    for x_shape, d_k, d_v in cases:
+        *lead, n, d_model = x_shape
+        batched = bool(lead)
+        x = rng.normal(size=x_shape)
+        w_q, w_k = rng.normal(size=(d_model, d_k)), rng.normal(size=(d_model, d_k))
+        w_v = rng.normal(size=(d_model, d_v))
+        try:
+            got = call_student(ex, student_fn, x, w_q, w_k, w_v)
+        except ExerciseError as err:
+            if batched and "raised" in err.message:
+                raise ExerciseError(
+                    ex, err.message + f" (X of shape {x_shape})", BATCH_HINT
+                ) from None
+            raise
+        q, k, v = project_qkv(x, w_q, w_k, w_v)
+        s = q @ np.swapaxes(k, -1, -2)
+        mistakes = {
+            "scale by sqrt(d_k), the width of the keys (K.shape[-1]), not by sqrt(d_model).": (
+                _weights(s / np.sqrt(d_model)) @ v
+            ),
+            "divide the scores by the SQUARE ROOT of d_k, not by d_k.": _weights(s / d_k) @ v,
+            "divide the scores by sqrt(d_k) before the softmax.": _weights(s) @ v,
+            "the softmax runs along each row (axis=-1: one query's weights over the keys), "
+            "not down the columns.": _weights(s / np.sqrt(d_k), axis=-2) @ v,
+            "scores are Q @ K^T (rows = queries); K @ Q^T transposes the weights.": (
+                _weights(np.swapaxes(s, -1, -2) / np.sqrt(d_k)) @ v
+            ),
+            "return Z = A @ V, not the weights A.": _weights(s / np.sqrt(d_k)),
+            "K = X @ W_K: the keys use their own matrix.": (
+                _weights(q @ np.swapaxes(q, -1, -2) / np.sqrt(d_k)) @ v
+            ),
+        }
+        expected = scaled_dot_product_attention(q, k, v)[0]
+        try:
+            check_mistakes(ex, got, expected,
+                           what=f"Z for X of shape {x_shape} (d_k={d_k}, d_v={d_v})",
+                           hint="Q = X @ W_Q (same for K, V); scores = Q @ K^T / sqrt(d_k); "
+                           "softmax along each row; Z = A @ V.", mistakes=mistakes)  # fmt: skip
+        except ExerciseError as err:
+            if batched and np.shape(got) != expected.shape and err.hint not in mistakes:
+                raise ExerciseError(ex, err.message, BATCH_HINT) from None
+            raise
     passed(ex, "self-attention from X, W_Q, W_K, W_V")
 
 
-def check_causal_mask(student_fn) -> None:
+def check_causal_mask(student_fn, *, seed: int = 0) -> None:
     """Exercise 2.2: a boolean (n, n) mask, True where query i may look at key j (j <= i)."""
     ex = "2.2"
-    for n in (1, 3, 6):
+    rng = np.random.default_rng((22, seed))
+    for n in (3, 6, 1, int(rng.integers(2, 10))):
         got = call_student(ex, student_fn, n)
         arr = np.asarray(got)
+        check_value(ex, arr.shape, (n, n), what=f"shape of the mask for n={n}")
+        i, j = np.indices((n, n))
+        known = {
+            "opposite convention: in this course True = MAY attend (like PyTorch's "
+            "scaled_dot_product_attention); you marked the hidden positions.": j > i,
+            "a token may attend to itself: the diagonal must be True (j <= i, not j < i).": j < i,
+            "row i is the query and may see keys 0..i: that is on and BELOW the diagonal; you "
+            "built the upper triangle.": j >= i,
+        }
+        expected = causal_mask(n)
+        if not np.array_equal(arr.astype(bool), expected):
+            hint = "row i is the query; it may see keys 0..i (on and below the diagonal)."
+            for mistake, wrong in known.items():
+                if np.array_equal(arr.astype(bool), wrong) and n > 1:
+                    hint = mistake
+                    break
+            raise ExerciseError(
+                ex,
+                f"for n={n}:\n  expected\n{expected.astype(int)}\n  got\n{arr.astype(int)}",
+                hint,
+            )
         if arr.dtype != bool:
             raise ExerciseError(
                 ex,
                 f"for n={n} the mask has dtype {arr.dtype}, expected bool.",
-                "compare numbers to get booleans, e.g. `j <= i`, or use .astype(bool).",
-            )
-        check_value(ex, arr.shape, (n, n), what=f"shape of the mask for n={n}")
-        if not np.array_equal(arr, causal_mask(n)):
-            raise ExerciseError(
-                ex,
-                f"for n={n}:\n  expected\n{causal_mask(n).astype(int)}\n  got\n{arr.astype(int)}",
-                "row i is the query; it may see keys 0..i (on and below the diagonal).",
+                "np.where(mask, ...) and ~mask need booleans: compare numbers (`j <= i`) "
+                "or use .astype(bool).",
             )
     passed(ex, "causal mask")
 
 
-def check_masked_attention(student_fn) -> None:
+def check_masked_attention(student_fn, *, seed: int = 0) -> None:
     """Exercise 2.3: attention where mask == False gets weight exactly 0."""
     ex = "2.3"
-    rng = np.random.default_rng(23)
+    rng = np.random.default_rng((23, seed))
     n, d = 5, 4
-    q, k, v = (rng.normal(size=(n, d)) for _ in range(3))
-    masks = {
-        "a causal mask": causal_mask(n),
-        "a padding mask hiding the last two keys": np.array([[True] * 3 + [False] * 2] * n),
-    }
-    for what, mask in masks.items():
-        got = call_student(ex, student_fn, q, k, v, mask)
+    q, k, v = (rng.normal(size=(n, d)) * 2 for _ in range(3))
+    k3, v3 = rng.normal(size=(7, d)) * 2, rng.normal(size=(7, 2))
+    random_mask = rng.random((n, 7)) < 0.5
+    random_mask[:, 0] = True  # every query may see at least one key
+    cases = [
+        ("a causal mask", q, k, v, causal_mask(n)),
+        ("a padding mask hiding the last two keys", q, k, v, np.array([[True] * 3 + [False] * 2] * n)),
+        ("5 queries, 7 keys and a random mask", q, k3, v3, random_mask),
+    ]  # fmt: skip
+    for what, qq, kk, vv, mask in cases:
+        got = call_student(ex, student_fn, qq, kk, vv, mask)
         if not (isinstance(got, tuple) and len(got) == 2):
             raise ExerciseError(
                 ex, f"expected a tuple (Z, A), got {type(got).__name__}.", "end with `return Z, A`."
             )
-        z_ref, a_ref = scaled_dot_product_attention(q, k, v, mask=mask)
-        check_array(
-            ex,
-            got[1],
-            a_ref,
-            what=f"attention weights A with {what}",
-            hint="set masked scores to -inf (np.where(mask, scores, -np.inf)) BEFORE the softmax.",
-        )
-        check_array(ex, got[0], z_ref, what=f"output Z with {what}", hint="Z = A @ V.")
+        z_ref, a_ref = scaled_dot_product_attention(qq, kk, vv, mask=mask)
+        s = qq @ kk.T / np.sqrt(d)
+        flipped = _weights(np.where(mask, -np.inf, s))
+        after = softmax(s) * mask
+        mistakes = {
+            "opposite convention: True means MAY attend, so keep the scores where mask is True "
+            "and put -inf where it is False.": flipped,
+            "masking after the softmax leaves rows that do not sum to 1: set the hidden scores "
+            "to -inf BEFORE the softmax.": after,
+            "a boolean mask is not added to the scores: use np.where(mask, scores, -np.inf).": (
+                softmax(s + mask)
+            ),
+            "return (Z, A) in this order: you returned the output first as A.": z_ref,
+        }
+        check_mistakes(ex, got[1], a_ref, what=f"attention weights A with {what}",
+                       hint="set masked scores to -inf (np.where(mask, scores, -np.inf)) BEFORE "
+                       "the softmax.", mistakes=mistakes)  # fmt: skip
+        check_mistakes(ex, got[0], z_ref, what=f"output Z with {what}", hint="Z = A @ V.",
+                       mistakes={"return (Z, A) in this order.": a_ref})  # fmt: skip
     passed(ex, "masked attention")
+
+
+def check_attends_elsewhere(x) -> None:
+    """Exercise 2.4 (construct): 3 tokens in 2-D where token 0 attends mostly to token 1.
+
+    With W_Q = W_K = W_V = I the weights are softmax(X X^T / sqrt(2)). Every X whose row 0
+    puts more than 0.9 of its weight on row 1 is accepted.
+    """
+    ex = "2.4"
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise ExerciseError(
+            ex, f"expected a (3, 2) array of numbers, got {type(x).__name__}."
+        ) from None
+    if arr.shape != (3, 2) or not np.all(np.isfinite(arr)):
+        raise ExerciseError(
+            ex,
+            f"expected a (3, 2) array of finite numbers (3 tokens, 2 features), got shape "
+            f"{arr.shape}.",
+            "X = np.array([[.., ..], [.., ..], [.., ..]])",
+        )
+    a = softmax(arr @ arr.T / np.sqrt(2), axis=-1)
+    if a[0, 1] > 0.9:
+        passed(ex, "a token that attends to another token more than to itself")
+        return
+    if np.allclose(arr[0], arr[1]):
+        hint = "two equal tokens share the weight equally; token 1 must beat token 0's own score."
+    elif arr[0] @ arr[1] <= arr[0] @ arr[0]:
+        hint = (
+            "token 0's score with itself is |x_0|^2. To beat it, x_1 must point the same way as "
+            "x_0 and be LONGER: x_0 · x_1 > x_0 · x_0."
+        )
+    else:
+        hint = (
+            "x_1 already scores higher than x_0 itself, but not by enough: the weights are "
+            "softmax of the scores / sqrt(2); make the gap x_0 · x_1 - x_0 · x_0 larger."
+        )
+    raise ExerciseError(
+        ex,
+        f"weights of token 0 on tokens (0, 1, 2):\n  expected more than 0.9 on token 1\n"
+        f"  got      {np.round(a[0], 4)}",
+        hint,
+    )

@@ -4,96 +4,246 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..attention import scaled_dot_product_attention
 from ..multihead import merge_heads, multi_head_attention, split_heads
-from . import call_student, check_array, check_count, passed
+from . import ExerciseError, call_student, check_count, check_mistakes, passed
 
 __all__ = [
     "check_split_heads",
     "check_merge_heads",
     "check_multi_head_self_attention",
     "check_mha_parameter_count",
+    "check_two_relations",
 ]
 
 
-def check_split_heads(student_fn) -> None:
+BATCH_HINT = (
+    "keep every leading axis: write the shapes as (*lead, n, d_model) = x.shape and swap axes "
+    "counted from the end (-3, -2), not fixed ones like (1, 0, 2)."
+)
+
+
+def _check_batched(ex: str, got, expected, *, batched: bool, **kwargs) -> None:
+    """check_mistakes; a wrong shape on an input with leading axes gets the batch hint."""
+    try:
+        check_mistakes(ex, got, expected, **kwargs)
+    except ExerciseError as err:
+        if batched and np.shape(got) != np.shape(expected) and "shape" in err.message:
+            raise ExerciseError(ex, err.message, BATCH_HINT) from None
+        raise
+
+
+def _call_on_batch(ex: str, fn, *args, batched: bool):
+    """call_student; a crash on an input with leading (batch) axes gets a hint naming them."""
+    try:
+        return call_student(ex, fn, *args)
+    except ExerciseError as err:
+        if batched and "raised" in err.message:
+            raise ExerciseError(
+                ex,
+                err.message + " (on an input with a leading batch axis)",
+                BATCH_HINT,
+            ) from None
+        raise
+
+
+def check_split_heads(student_fn, *, seed: int = 0) -> None:
     """Exercise 3.1: (..., n, d_model) -> (..., heads, n, d_head)."""
     ex = "3.1"
-    rng = np.random.default_rng(31)
+    rng = np.random.default_rng((31, seed))
     cases = [
         ((4, 6), 2, "one sentence of 4 tokens, d_model=6, 2 heads"),
-        ((2, 3, 8), 4, "a batch of 2 sentences, d_model=8, 4 heads"),
         ((3, 5), 1, "one head (nothing to split)"),
         ((1, 6), 6, "6 heads of width 1"),
+        ((2, 3, 8), 4, "a batch of 2 sentences, d_model=8, 4 heads"),
+        ((2, 2, 5, 6), 3, "a (2, 2) batch of sentences, d_model=6, 3 heads"),
     ]
     for shape, h, what in cases:
         x = rng.normal(size=shape)
-        got = call_student(ex, student_fn, x.copy(), h)
-        check_array(
+        got = _call_on_batch(ex, student_fn, x.copy(), h, batched=len(shape) > 2)
+        *lead, n, d = shape
+        mistakes = {
+            "reshaping straight to (..., heads, n, d_head) mixes up the tokens: reshape to "
+            "(..., n, heads, d_head) first, then swap the n and heads axes.": x.reshape(
+                *lead, h, n, d // h
+            ),
+            "head i gets the CONTIGUOUS features i*d_head .. (i+1)*d_head - 1; reshaping to "
+            "(..., n, d_head, heads) deals the features out like cards.": np.moveaxis(
+                x.reshape(*lead, n, d // h, h), -1, -3
+            ),
+        }
+        _check_batched(
             ex,
             got,
             split_heads(x, h),
+            batched=len(shape) > 2,
             what=f"split_heads for {what} (x shape {shape})",
             hint="reshape to (..., n, heads, d_head), then swap the n and heads axes "
-            "(np.swapaxes(y, -3, -2)). Reshaping straight to (..., heads, n, d_head) mixes "
-            "up the tokens.",
+            "(np.swapaxes(y, -3, -2)).",
+            mistakes=mistakes,
         )
     passed(ex, "split into heads")
 
 
-def check_merge_heads(student_fn) -> None:
+def check_merge_heads(student_fn, *, seed: int = 0) -> None:
     """Exercise 3.2: (..., heads, n, d_head) -> (..., n, heads * d_head), the inverse of 3.1."""
     ex = "3.2"
-    rng = np.random.default_rng(32)
-    for shape in ((2, 4, 3), (2, 3, 5, 2), (1, 1, 4)):
+    rng = np.random.default_rng((32, seed))
+    for shape in ((2, 4, 3), (1, 1, 4), (3, 5, 2), (2, 3, 5, 2)):
         x = rng.normal(size=shape)
-        got = call_student(ex, student_fn, x.copy())
-        check_array(
+        got = _call_on_batch(ex, student_fn, x.copy(), batched=len(shape) > 3)
+        *lead, h, n, dh = shape
+        mistakes = {
+            "a plain reshape to (..., n, heads * d_head) mixes tokens and heads: swap the heads "
+            "and n axes back first (np.swapaxes(x, -3, -2)), then reshape.": x.reshape(
+                *lead, n, h * dh
+            ),
+            "the features of head 0 come first, then head 1's: swap (heads, n), not move the "
+            "heads axis to the end.": np.moveaxis(x, -3, -1).reshape(*lead, n, h * dh),
+        }
+        _check_batched(
             ex,
             got,
             merge_heads(x),
+            batched=len(shape) > 3,
             what=f"merge_heads of an array of shape {shape} (..., heads, n, d_head)",
             hint="swap the heads and n axes back (np.swapaxes(x, -3, -2)), then reshape the last "
             "two axes into one of size heads * d_head.",
+            mistakes=mistakes,
         )
     y = rng.normal(size=(2, 5, 6))
     got = call_student(ex, student_fn, split_heads(y, 3))
-    check_array(ex, got, y, what="merge_heads(split_heads(y, 3)) should give y back",
-                hint="merge_heads must undo split_heads exactly.")  # fmt: skip
+    check_mistakes(ex, got, y, what="merge_heads(split_heads(y, 3)) should give y back",
+                   hint="merge_heads must undo split_heads exactly.")  # fmt: skip
     passed(ex, "merge the heads")
 
 
-def check_multi_head_self_attention(student_fn) -> None:
+def _mha_mistakes(x, ws, h) -> dict:
+    w_q, w_k, w_v, w_o = ws
+    n, d = x.shape
+    q, k, v = (split_heads(x @ w, h) for w in (w_q, w_k, w_v))
+    s = q @ np.swapaxes(k, -1, -2)
+
+    def attend(scores):
+        e = np.exp(scores - scores.max(-1, keepdims=True))
+        return merge_heads((e / e.sum(-1, keepdims=True)) @ v)
+
+    return {
+        "inside each head scale by sqrt(d_head) = sqrt(d_model / heads), not sqrt(d_model).": (
+            attend(s / np.sqrt(d)) @ w_o
+        ),
+        "after Concat comes the output projection: multiply the merged heads by W_O.": attend(
+            s / np.sqrt(d // h)
+        ),
+        "use num_heads: split Q, K and V into heads before attention (one softmax per head).": (
+            scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v)[0] @ w_o
+        ),
+    }
+
+
+def check_multi_head_self_attention(student_fn, *, seed: int = 0) -> None:
     """Exercise 3.3: Concat(head_1..head_h) W_O for self-attention, returning the output."""
     ex = "3.3"
-    rng = np.random.default_rng(33)
-    for n, d_model, h in ((4, 6, 2), (5, 8, 4), (3, 4, 1), (1, 6, 3)):
+    rng = np.random.default_rng((33, seed))
+    for n, d_model, h in ((4, 6, 2), (5, 8, 4), (3, 4, 1), (1, 6, 3), (6, 12, 3)):
         x = rng.normal(size=(n, d_model))
-        ws = [rng.normal(size=(d_model, d_model)) / np.sqrt(d_model) for _ in range(4)]
+        ws = [rng.normal(size=(d_model, d_model)) for _ in range(4)]
         got = call_student(ex, student_fn, x.copy(), *ws, h)
         expected, _ = multi_head_attention(x, x, *ws, num_heads=h)
-        check_array(
+        check_mistakes(
             ex,
             got,
             expected,
             what=f"multi-head self-attention, n={n}, d_model={d_model}, {h} head(s)",
             hint="project with the full matrices, split Q, K, V into heads, run attention per "
-            "head with scores divided by sqrt(d_head) (not sqrt(d_model)), merge, then @ W_O.",
+            "head with scores divided by sqrt(d_head), merge, then @ W_O.",
+            mistakes=_mha_mistakes(x, ws, h),
         )
     passed(ex, "multi-head self-attention")
 
 
+def mha_parameters(d_model: int, num_heads: int, d_head: int, bias: bool) -> int:
+    """Parameters of multi-head attention whose heads have width ``d_head`` (any value)."""
+    inner = num_heads * d_head
+    return 4 * d_model * inner + ((3 * inner + d_model) if bias else 0)
+
+
 def check_mha_parameter_count(student_fn) -> None:
-    """Exercise 3.4: parameters of multi-head attention with/without biases."""
+    """Exercise 3.4: parameters of multi-head attention with a free head width d_head."""
     ex = "3.4"
-    for d_model, h, bias in ((512, 8, True), (512, 1, True), (64, 4, False), (1, 1, True)):
-        got = call_student(ex, student_fn, d_model, h, bias)
-        expected = 4 * d_model * d_model + (4 * d_model if bias else 0)
+    cases = ((512, 8, 64, True), (512, 8, 32, True), (64, 4, 8, False), (6, 3, 5, True),
+             (768, 12, 64, False), (1, 1, 1, True))  # fmt: skip
+    for d_model, h, d_head, bias in cases:
+        got = call_student(ex, student_fn, d_model, h, d_head, bias)
+        inner = h * d_head
+        hints = {
+            4 * d_model * d_model + (4 * d_model if bias else 0): "that is the count for "
+            "d_head = d_model / heads (the lecture's case). Here W_Q, W_K, W_V are "
+            "d_model x (heads * d_head) and W_O is (heads * d_head) x d_model.",
+            4 * d_model * inner + (4 * inner if bias else 0): "W_O maps back to d_model, so its "
+            "bias has d_model entries, not heads * d_head.",
+            3 * d_model * inner + (3 * inner if bias else 0): "do not forget the output "
+            "projection W_O (and its bias).",
+            4 * d_model * inner: "with bias=True each of the four maps also has a bias vector.",
+        }
+        expected = mha_parameters(d_model, h, d_head, bias)
+        hint = hints.get(int(got), None) if isinstance(got, (int, np.integer)) else None
         check_count(
             ex,
             got,
             expected,
-            what=f"parameter count for d_model={d_model}, num_heads={h}, bias={bias}",
-            hint="W_Q, W_K, W_V and W_O are each d_model x d_model whatever the number of "
-            "heads; with bias=True each map also has a bias vector of length d_model.",
+            what=f"parameters for d_model={d_model}, num_heads={h}, d_head={d_head}, bias={bias}",
+            hint=hint
+            or "W_Q, W_K, W_V: d_model x (heads * d_head) each, plus a bias of "
+            "heads * d_head if bias; W_O: (heads * d_head) x d_model, plus a bias of d_model.",
         )
     passed(ex, "parameter count of multi-head attention")
+
+
+def check_two_relations(x) -> None:
+    """Exercise 3.5 (construct): one input, two heads that attend to two different tokens.
+
+    d_model = 4, two heads, W_Q = W_K = W_V = W_O = I: head 0 compares features 0-1, head 1
+    features 2-3. Every X (3 tokens) for which token 0 puts more than 0.8 of head 0's weight on
+    token 1 and more than 0.8 of head 1's weight on token 2 is accepted.
+    """
+    ex = "3.5"
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise ExerciseError(
+            ex, f"expected a (3, 4) array of numbers, got {type(x).__name__}."
+        ) from None
+    if arr.shape != (3, 4) or not np.all(np.isfinite(arr)):
+        raise ExerciseError(
+            ex,
+            f"expected a (3, 4) array of finite numbers (3 tokens, d_model = 4), got shape "
+            f"{arr.shape}.",
+        )
+    heads = split_heads(arr, 2)  # (2, 3, 2)
+    _, a = scaled_dot_product_attention(heads, heads, heads)  # (2 heads, 3, 3)
+    got = np.round(a[:, 0], 3)
+    if a[0, 0, 1] > 0.8 and a[1, 0, 2] > 0.8:
+        passed(ex, "two heads, two relations")
+        return
+    if a[0, 0, 1] > 0.8:
+        hint = (
+            "head 0 works. Head 1 only sees features 2 and 3 (d_head = 2): give token 2 a long "
+            "vector there pointing the same way as token 0's features 2-3."
+        )
+    elif a[1, 0, 2] > 0.8:
+        hint = (
+            "head 1 works. Head 0 only sees features 0 and 1: give token 1 a long vector there "
+            "pointing the same way as token 0's features 0-1."
+        )
+    else:
+        hint = (
+            "head 0 compares features 0-1 only and head 1 features 2-3 only. In each slice, the "
+            "key that wins for token 0 must point the same way as token 0's slice and be longer."
+        )
+    raise ExerciseError(
+        ex,
+        f"token 0's weights on tokens (0, 1, 2):\n  expected head 0 > 0.8 on token 1 and head 1 > "
+        f"0.8 on token 2\n  got      head 0 {got[0]}, head 1 {got[1]}",
+        hint,
+    )

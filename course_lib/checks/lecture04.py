@@ -4,39 +4,101 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..attention import scaled_dot_product_attention
 from ..positional import positional_encoding
-from . import ExerciseError, call_student, check_array, passed
+from . import ExerciseError, call_student, check_count, check_mistakes, passed
 
-__all__ = ["check_positional_encoding", "check_shift_matrix", "check_dot_by_distance"]
+__all__ = [
+    "check_positional_encoding",
+    "check_shift_matrix_halves",
+    "check_same_for_attention",
+    "check_half_distance",
+    "halves_encoding",
+]
+
+
+def _angles(n: int, d: int, exponent) -> np.ndarray:
+    return np.arange(n)[:, None] / 10000.0 ** exponent[None, :]
+
+
+def _interleave(sin, cos) -> np.ndarray:
+    out = np.empty((sin.shape[0], 2 * sin.shape[1]))
+    out[:, 0::2], out[:, 1::2] = sin, cos
+    return out
+
+
+def _table_mistakes(n: int, d: int) -> dict:
+    pairs = np.arange(0, d, 2) / d  # 2i / d
+    right = _angles(n, d, pairs)
+    by_dim = np.arange(n)[:, None] / 10000.0 ** (np.arange(d) / d)[None, :]
+    dims = np.where(np.arange(d) % 2 == 0, np.sin(by_dim), np.cos(by_dim))
+    return {
+        "i counts PAIRS of columns: columns 2i and 2i+1 share the angle "
+        "pos / 10000**(2i/d_model). You used a different exponent in every column.": dims,
+        "sin goes in the even columns (2i) and cos in the odd ones (2i+1).": _interleave(
+            np.cos(right), np.sin(right)
+        ),
+        "the columns are interleaved, sin, cos, sin, cos, …, not all sines then all cosines.": (
+            np.concatenate([np.sin(right), np.cos(right)], axis=1)
+        ),
+        "positions start at 0 (the first row is [0, 1, 0, 1, …]).": _interleave(
+            np.sin(_angles(n + 1, d, pairs)[1:]), np.cos(_angles(n + 1, d, pairs)[1:])
+        ),
+        "the exponent is 2i/d_model with i the pair index: 10000**(2*i/d_model), not "
+        "10000**(i/d_model).": _interleave(
+            np.sin(_angles(n, d, pairs / 2)), np.cos(_angles(n, d, pairs / 2))
+        ),
+    }
 
 
 def check_positional_encoding(student_fn) -> None:
     """Exercise 4.1: the sinusoidal table (num_positions, d_model)."""
     ex = "4.1"
     got = call_student(ex, student_fn, 2, 4)
-    check_array(
+    check_mistakes(
         ex,
         got,
         [[0.0, 1.0, 0.0, 1.0], [np.sin(1), np.cos(1), np.sin(0.01), np.cos(0.01)]],
         what="the notes' example, positions 0 and 1 with d_model=4",
         hint="column 2i is sin(pos / 10000**(2i/d_model)), column 2i+1 the cos of the SAME "
         "angle; i counts pairs, so columns 2 and 3 both use 10000**(2/4).",
+        mistakes=_table_mistakes(2, 4),
         atol=1e-12,
     )
     for n, d in ((5, 4), (50, 16), (1, 2), (3, 128)):
         got = call_student(ex, student_fn, n, d)
-        check_array(ex, got, positional_encoding(n, d),
-                    what=f"positional_encoding({n}, {d})",
-                    hint="positions run 0..num_positions-1; the angle of pair i is "
-                    "pos / 10000**(2*i/d_model); sin in even columns, cos in odd ones.",
-                    atol=1e-10)  # fmt: skip
+        check_mistakes(ex, got, positional_encoding(n, d),
+                       what=f"positional_encoding({n}, {d})",
+                       hint="positions run 0..num_positions-1; the angle of pair i is "
+                       "pos / 10000**(2*i/d_model); sin in even columns, cos in odd ones.",
+                       mistakes=_table_mistakes(n, d), atol=1e-10)  # fmt: skip
     passed(ex, "sinusoidal positional encoding")
 
 
-def check_shift_matrix(student_fn) -> None:
-    """Exercise 4.2: M_k with PE(pos + k) = M_k @ PE(pos) for every pos."""
+def halves_encoding(num_positions: int, d_model: int) -> np.ndarray:
+    """The 'halves' layout of tensor2tensor: all sines, then all cosines (same angles)."""
+    pe = positional_encoding(num_positions, d_model)
+    return np.concatenate([pe[:, 0::2], pe[:, 1::2]], axis=1)
+
+
+def _interleaved_shift(k: int, d: int) -> np.ndarray:
+    m = np.zeros((d, d))
+    for i in range(d // 2):
+        b = k * 10000.0 ** (-2 * i / d)
+        m[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = [[np.cos(b), np.sin(b)], [-np.sin(b), np.cos(b)]]
+    return m
+
+
+def _halves_shift(k: float, d: int, exponent_scale: float = 1.0) -> np.ndarray:
+    b = k * 10000.0 ** (-np.arange(0, d, 2) / d * exponent_scale)
+    c, s = np.diag(np.cos(b)), np.diag(np.sin(b))
+    return np.block([[c, s], [-s, c]])
+
+
+def check_shift_matrix_halves(student_fn) -> None:
+    """Exercise 4.2: M_k with PEh(pos + k) = M_k @ PEh(pos) for the halves layout."""
     ex = "4.2"
-    for k, d in ((1, 4), (7, 16), (0, 6), (25, 8)):
+    for k, d in ((1, 4), (7, 16), (0, 6), (25, 8), (3, 2)):
         got = call_student(ex, student_fn, k, d)
         try:
             m = np.asarray(got, dtype=float)
@@ -48,35 +110,101 @@ def check_shift_matrix(student_fn) -> None:
             raise ExerciseError(
                 ex, f"for k={k}, d_model={d}: expected shape ({d}, {d}), got {m.shape}."
             )
-        table = positional_encoding(60 + k, d)
-        check_array(
+        table = halves_encoding(60 + k, d)
+        mistakes = {
+            "that is the matrix of the INTERLEAVED layout (the lecture's). Here sin(w_i pos) is "
+            "column i and cos(w_i pos) is column i + d_model/2: the 2x2 rotation of pair i "
+            "links entries i and i + d_model/2.": table[:60] @ _interleaved_shift(k, d).T,
+            "this matrix shifts by -k (it is the transpose): sin(a+b) = cos b sin a + sin b cos a.": (
+                table[:60] @ _halves_shift(-k, d).T
+            ),
+            "the frequency of pair i is 10000**(-2i/d_model), with i counting pairs.": (
+                table[:60] @ _halves_shift(k, d, 0.5).T
+            ),
+        }
+        check_mistakes(
             ex,
             table[:60] @ m.T,
             table[k:],
-            what=f"M_k @ PE(pos) for k={k}, d_model={d}, compared with PE(pos + {k}) (pos = 0..59)",
-            hint="each pair (sin a, cos a) turns by b = k * 10000**(-2i/d_model): "
-            "sin(a+b) = cos b sin a + sin b cos a, cos(a+b) = -sin b sin a + cos b cos a. "
-            "Put these 2x2 blocks on the diagonal.",
+            what=f"M_k @ PEh(pos) for k={k}, d_model={d}, compared with PEh(pos + {k}) "
+            "(pos = 0..59)",
+            hint="for pair i, sin(a+b) = cos b sin a + sin b cos a and cos(a+b) = -sin b sin a + "
+            "cos b cos a with b = k * 10000**(-2i/d_model); sin a sits in column i and cos a in "
+            "column i + d_model/2.",
+            mistakes=mistakes,
             atol=1e-9,
         )
-    passed(ex, "PE(pos + k) as a linear map of PE(pos)")
+    passed(ex, "PE(pos + k) as a linear map, halves layout")
 
 
-def check_dot_by_distance(student_fn) -> None:
-    """Exercise 4.3: PE(p) . PE(p + k) as a function of k alone, from the closed form."""
+def _pooled_outputs(sentence, vocab: dict, pe: bool, rng_seed) -> np.ndarray:
+    rng = np.random.default_rng(rng_seed)
+    d = 16
+    emb = rng.normal(size=(len(vocab), d))
+    w_q, w_k, w_v = (rng.normal(size=(d, d)) / 4 for _ in range(3))
+    x = emb[[vocab[w] for w in sentence]]
+    if pe:
+        x = x + positional_encoding(len(sentence), d)
+    out, _ = scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v)
+    return out.mean(axis=0)  # a sentence vector: the mean of the token outputs
+
+
+def check_same_for_attention(sentence_a, sentence_b, *, seed: int = 0) -> None:
+    """Exercise 4.3 (construct): two different sentences self-attention cannot tell apart.
+
+    Random word embeddings and projections (from ``seed``); the sentence vector is the mean of
+    the self-attention outputs. Any two different word sequences with equal vectors without
+    positions, and different vectors with the sinusoidal encoding added, are accepted.
+    """
     ex = "4.3"
-    for d, ks in ((4, np.arange(5)), (16, np.arange(-10, 11)), (64, np.array([0, 3, 100, -100]))):
-        got = call_student(ex, student_fn, ks.copy(), d)
-        table = positional_encoding(400, d)
-        expected = np.array([table[200] @ table[200 + k] for k in ks])
-        check_array(
+    for name, s in (("sentence_a", sentence_a), ("sentence_b", sentence_b)):
+        if not isinstance(s, (list, tuple)) or not s or not all(isinstance(w, str) for w in s):
+            raise ExerciseError(
+                ex,
+                f"{name}: expected a non-empty list of words (str), got {s!r:.80}.",
+                'e.g. "the dog bit the man".split()',
+            )
+    a, b = list(sentence_a), list(sentence_b)
+    if a == b:
+        raise ExerciseError(ex, "the two sentences are the same word sequence.",
+                            "the point is two DIFFERENT sentences that attention confuses.")  # fmt: skip
+    vocab = {w: i for i, w in enumerate(sorted(set(a) | set(b)))}
+    va, vb = (_pooled_outputs(s, vocab, False, (43, seed)) for s in (a, b))
+    if not np.allclose(va, vb, atol=1e-9):
+        raise ExerciseError(
             ex,
-            got,
-            expected,
-            what=f"PE(p)·PE(p+k) for d_model={d}, k={ks.tolist()}",
-            hint="sin a sin b + cos a cos b = cos(a - b), so the dot product is the sum over "
-            "pairs i of cos(omega_i * k) with omega_i = 10000**(-2i/d_model). Return one "
-            "number per k (an array of the same shape as k).",
-            atol=1e-9,
+            f"without positions the sentence vectors differ (largest difference "
+            f"{np.max(np.abs(va - vb)):.3g} when len(a)={len(a)}, len(b)={len(b)}).",
+            "self-attention without positions sees a sentence as a BAG of words: reorder the "
+            "same words (same words, same counts) and the outputs are only reordered.",
         )
-    passed(ex, "dot products depend only on the distance")
+    pa, pb = (_pooled_outputs(s, vocab, True, (43, seed)) for s in (a, b))
+    if np.allclose(pa, pb, atol=1e-9):  # pragma: no cover - a reordering always changes them
+        raise ExerciseError(ex, "even with positional encodings the two vectors are equal.")
+    passed(ex, "two sentences that attention without positions cannot tell apart")
+
+
+def _first_below_half(d: int, exponent_scale: float = 1.0) -> int:
+    omega = 10000.0 ** (-np.arange(0, d, 2) / d * exponent_scale)
+    dots = np.cos(np.arange(1000)[:, None] * omega).sum(axis=-1)
+    return int(np.argmax(dots < dots[0] / 2))
+
+
+def check_half_distance(k) -> None:
+    """Exercise 4.4 (predict, then measure): the first distance k at which PE(p)·PE(p+k),
+    for d_model = 64, falls below half of its value at k = 0 (it is 28)."""
+    ex = "4.4"
+    expected = _first_below_half(64)
+    hints = {
+        expected - 1: "that is the last distance still ABOVE half; the question asks for the "
+        "first one below.",
+        _first_below_half(64, 0.5): "that distance belongs to a table whose exponent is "
+        "i/d_model; use 2i/d_model (i counts pairs).",
+    }
+    hint = hints.get(k) if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else None
+    check_count(ex, k, expected,
+                what="first distance k > 0 with PE(p)·PE(p+k) < PE(p)·PE(p) / 2 for d_model=64",
+                hint=hint or "compute PE(p)·PE(p+k) for k = 0, 1, 2, … (with your table or "
+                "from the formula) and find the first k below half of the value at k = 0; the "
+                "curve is not monotonic, so do not guess from the first steps.")  # fmt: skip
+    passed(ex, "where the positional similarity halves")

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..layers import EncoderLayer, transformer_parameter_count
-from . import ExerciseError, call_student, check_array, check_count, passed
+from ..layers import DecoderLayer, EncoderLayer, transformer_parameter_count
+from . import Built, ExerciseError, call_student, check_count, check_mistakes, passed
 
 __all__ = [
     "check_layer_norm",
-    "check_post_ln_layer",
+    "check_post_ln_decoder_layer",
     "check_pre_ln_layer",
-    "check_layer_parameter_count",
+    "check_decoder_parameter_count",
+    "check_same_after_layer_norm",
+    "make_layer",
 ]
 
 
@@ -26,101 +29,255 @@ def _numpy(ex: str, got, what: str):
     return got
 
 
-def check_layer_norm(student_fn) -> None:
+def _ln(x, gamma, beta, eps=1e-5, *, unbiased=False, eps_outside=False, dim=-1):
+    mu = x.mean(dim=dim, keepdim=True)
+    var = x.var(dim=dim, unbiased=unbiased, keepdim=True)
+    denom = torch.sqrt(var) + eps if eps_outside else torch.sqrt(var + eps)
+    return gamma * (x - mu) / denom + beta
+
+
+def check_layer_norm(student_fn, *, seed: int = 0) -> None:
     """Exercise 5.1: LayerNorm over the last axis, then gain and shift."""
     ex = "5.1"
-    gen = torch.Generator().manual_seed(51)
+    gen = torch.Generator().manual_seed(51 + 1000 * seed)
     cases = [
-        ("2 tokens of 4 features", (2, 4)),
-        ("a batch (2, 3, 8)", (2, 3, 8)),
-        ("one token of 16 features", (1, 16)),
+        ("2 tokens of 4 features", (2, 4), 3.0),
+        ("a batch (2, 3, 8)", (2, 3, 8), 3.0),
+        ("3 tokens of 6 features with a tiny spread (std 0.001)", (3, 6), 1e-3),
+        ("one token of 16 features", (1, 16), 3.0),
     ]
-    for what, shape in cases:
-        x = torch.randn(shape, generator=gen, dtype=torch.float64) * 3 + 1
+    for what, shape, scale in cases:
+        x = torch.randn(shape, generator=gen, dtype=torch.float64) * scale + 1
         gamma = torch.randn(shape[-1], generator=gen, dtype=torch.float64)
         beta = torch.randn(shape[-1], generator=gen, dtype=torch.float64)
         with torch.no_grad():
             got = call_student(ex, student_fn, x.clone(), gamma.clone(), beta.clone())
         expected = F.layer_norm(x, (shape[-1],), gamma, beta, eps=1e-5)
-        check_array(ex, _numpy(ex, got, what), expected.numpy(), what=f"LayerNorm of {what}",
-                    hint="mean and variance over the LAST axis (keepdim=True); the variance "
-                    "divides by D, not D-1 (x.var(-1, unbiased=False)); add eps inside the "
-                    "square root; then multiply by gamma and add beta.")  # fmt: skip
+        mistakes = {
+            "the variance divides by D, not D - 1: x.var(-1, unbiased=False) "
+            "(torch's default var is unbiased).": _ln(x, gamma, beta, unbiased=True),
+            "eps goes INSIDE the square root: sqrt(var + eps), not sqrt(var) + eps (it matters "
+            "when a token's variance is small).": _ln(x, gamma, beta, eps_outside=True),
+            "normalise each token over its features, the LAST axis (dim=-1, keepdim=True), "
+            "not over the tokens.": _ln(x, gamma, beta, dim=0),
+            "add eps inside the square root, sqrt(var + eps): it is part of the formula (and "
+            "keeps a constant token from dividing by 0).": _ln(x, gamma, beta, eps=0.0),
+            "after normalising, multiply by gamma and add beta.": _ln(
+                x, torch.ones_like(gamma), torch.zeros_like(beta)
+            ),
+            "gamma multiplies and beta is added: you swapped them.": _ln(x, beta, gamma),
+        }
+        check_mistakes(ex, _numpy(ex, got, what), expected.numpy(), what=f"LayerNorm of {what}",
+                       hint="mean and variance over the LAST axis (keepdim=True); the variance "
+                       "divides by D; add eps inside the square root; then multiply by gamma and "
+                       "add beta.", mistakes={k: v.numpy() for k, v in mistakes.items()})  # fmt: skip
     x = torch.full((1, 4), 3.0, dtype=torch.float64)
-    gamma, beta = (
-        torch.ones(4, dtype=torch.float64),
-        torch.tensor([0.5, -1.0, 0.0, 2.0], dtype=torch.float64),
-    )
+    gamma = torch.ones(4, dtype=torch.float64)
+    beta = torch.tensor([0.5, -1.0, 0.0, 2.0], dtype=torch.float64)
     with torch.no_grad():
         got = call_student(ex, student_fn, x, gamma, beta)
-    check_array(ex, _numpy(ex, got, "a constant token"), beta[None].numpy(),
-                what="LayerNorm of a constant token [3, 3, 3, 3] (variance 0)",
-                hint="with variance 0 only eps keeps the division finite: use sqrt(var + eps).")  # fmt: skip
+    check_mistakes(ex, _numpy(ex, got, "a constant token"), beta[None].numpy(),
+                   what="LayerNorm of a constant token [3, 3, 3, 3] (variance 0)",
+                   hint="with variance 0 only eps keeps the division finite: use sqrt(var + eps).")  # fmt: skip
     passed(ex, "LayerNorm by hand")
 
 
-def _layer_case(ex: str, student_fn, norm_first: bool, title: str, trap_hint: str) -> None:
-    torch.manual_seed(52 if not norm_first else 53)
-    for d, h, n, with_mask in ((8, 2, 5, False), (12, 3, 4, True), (4, 1, 1, False)):
-        layer = EncoderLayer(d, h, norm_first=norm_first).double().eval()
+def make_layer(kind: str, d_model: int, num_heads: int, norm_first: bool, seed: int):
+    """A float64 encoder or decoder layer with random weights AND biases (a Built factory)."""
+    cls = {"encoder": EncoderLayer, "decoder": DecoderLayer}[kind]
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        layer = cls(d_model, num_heads, norm_first=norm_first).double().eval()
         with torch.no_grad():
             for p in layer.parameters():
                 if p.ndim == 1:
                     p.normal_(0.0, 0.5)
-            x = torch.randn(2, n, d, dtype=torch.float64)
-            mask = None
-            if with_mask:
-                mask = torch.ones(2, 1, n, dtype=torch.bool)
-                mask[1, 0, n - 1 :] = False  # the second sentence has one padding token
+    return layer
+
+
+def _post_ln_decoder(x, memory, layer, self_mask, memory_mask, *, variant="right"):
+    sa = lambda q, m: layer.self_attn(q, q, q, m)[0]  # noqa: E731
+    ca = lambda q, m: layer.cross_attn(q, memory, memory, m)[0]  # noqa: E731
+    if variant == "pre":
+        x = x + layer.self_attn(*(3 * [layer.norm1(x)]), self_mask)[0]
+        x = x + layer.cross_attn(layer.norm2(x), memory, memory, memory_mask)[0]
+        return x + layer.ffn(layer.norm3(x))
+    if variant == "self twice":
+        ca = lambda q, m: layer.cross_attn(q, q, q, m if m is None else None)[0]  # noqa: E731
+    if variant == "queries from memory":
+        ca = lambda q, m: layer.cross_attn(memory, q, q, None)[0]  # noqa: E731
+    x = layer.norm1(x + sa(x, None if variant == "no self mask" else self_mask))
+    x = layer.norm2(x + ca(x, None if variant == "no memory mask" else memory_mask))
+    return layer.norm3(x + layer.ffn(x))
+
+
+_DECODER_MISTAKES = (
+    ("pre", "that is the pre-LN order. Post-LN: x = norm(x + sublayer(x)), three times "
+     "(norm1, norm2, norm3)."),
+    ("self twice", "the second sublayer is CROSS-attention: queries from x, keys and values "
+     "from memory: layer.cross_attn(x, memory, memory, memory_mask)."),
+    ("queries from memory", "in cross-attention the QUERIES come from the decoder (x); keys "
+     "and values come from memory."),
+    ("no self mask", "pass self_mask to the self-attention: without it a token sees the words "
+     "after it."),
+    ("no memory mask", "pass memory_mask to the cross-attention: without it the decoder "
+     "attends to the source's padding."),
+)  # fmt: skip
+
+
+def check_post_ln_decoder_layer(student_fn, *, seed: int = 0) -> None:
+    """Exercise 5.2: the notes' post-LN form for a DECODER layer (self, cross, FFN)."""
+    ex = "5.2"
+    gen = torch.Generator().manual_seed(52 + 1000 * seed)
+    for d, h, n, n_mem in ((8, 2, 5, 5), (12, 3, 3, 6), (4, 1, 1, 2)):
+        recipe = Built("course_lib.checks.lecture05:make_layer", kind="decoder", d_model=d,
+                       num_heads=h, norm_first=True, seed=seed * 100 + d)  # fmt: skip
+        layer = recipe.build()
+        x = torch.randn(2, n, d, generator=gen, dtype=torch.float64)
+        memory = torch.randn(2, n_mem, d, generator=gen, dtype=torch.float64)
+        self_mask = torch.tril(torch.ones(n, n, dtype=torch.bool)).expand(2, 1, n, n).clone()
+        self_mask[1, :, :, n - 1 :] = False if n > 1 else True  # sentence 2: one padding token
+        memory_mask = torch.ones(2, 1, n_mem, dtype=torch.bool)
+        memory_mask[1, 0, n_mem - 1 :] = False  # its source has one padding token too
+        with torch.no_grad():
+            layer.norm_first = False
+            expected = layer(x, memory, self_mask, memory_mask).numpy()
+            mistakes = {}
+            for v, hint in _DECODER_MISTAKES:
+                try:
+                    mistakes[hint] = _post_ln_decoder(
+                        x, memory, layer, self_mask, memory_mask, variant=v
+                    ).numpy()
+                except RuntimeError:  # this mistake crashes on these shapes
+                    pass
+            got = call_student(ex, student_fn, x.clone(), memory.clone(), recipe,
+                               self_mask.clone(), memory_mask.clone())  # fmt: skip
+        what = f"post-LN decoder layer for x {tuple(x.shape)} and memory {tuple(memory.shape)}"
+        check_mistakes(ex, _numpy(ex, got, what), expected, what=what,
+                       hint="compose the sublayers yourself (the layer you get is set up as "
+                       "pre-LN, so layer(x, ...) is wrong): x = norm1(x + self-attention), "
+                       "x = norm2(x + cross-attention to memory), x = norm3(x + ffn(x)).",
+                       mistakes=mistakes, atol=1e-10)  # fmt: skip
+    passed(ex, "post-LN decoder layer")
+
+
+def _pre_ln(x, layer, mask, variant="right"):
+    y = layer.norm1(x)
+    if variant == "queries only":
+        a = layer.self_attn(y, x, x, mask)[0]
+    else:
+        a = layer.self_attn(y, y, y, mask)[0]
+    x1 = (y if variant == "normalised residual" else x) + a
+    out = x1 + layer.ffn(layer.norm2(x1))
+    return layer.norm2(out) if variant == "final norm" else out
+
+
+def check_pre_ln_layer(student_fn, *, seed: int = 0) -> None:
+    """Exercise 5.3: X' = X + MHA(LN1(X)), X'' = X' + FFN(LN2(X'))."""
+    ex = "5.3"
+    gen = torch.Generator().manual_seed(53 + 1000 * seed)
+    for d, h, n, with_mask in ((8, 2, 5, False), (12, 3, 4, True), (4, 1, 1, False)):
+        recipe = Built("course_lib.checks.lecture05:make_layer", kind="encoder", d_model=d,
+                       num_heads=h, norm_first=False, seed=seed * 100 + d)  # fmt: skip
+        layer = recipe.build()
+        x = torch.randn(2, n, d, generator=gen, dtype=torch.float64)
+        mask = None
+        if with_mask:
+            mask = torch.ones(2, 1, n, dtype=torch.bool)
+            mask[1, 0, n - 1 :] = False  # the second sentence has one padding token
+        with torch.no_grad():
+            layer.norm_first = True
             expected = layer(x, mask).numpy()
-            # If the answer just calls layer(x), it gets the other variant and fails.
-            layer.norm_first = not norm_first
-            args = (x.clone(), layer) if mask is None else (x.clone(), layer, mask)
+            layer.norm_first = False
+            mistakes = {
+                "that is the post-LN layer: here normalise BEFORE each sublayer and add the "
+                "un-normalised x back.": layer(x, mask).numpy(),
+                "queries, keys AND values all come from LN1(x): "
+                "layer.self_attn(y, y, y, mask) with y = layer.norm1(x).": _pre_ln(
+                    x, layer, mask, "queries only"
+                ).numpy(),
+                "the residual adds the UN-normalised x: x + MHA(LN1(x)), not LN1(x) + MHA(...).": (
+                    _pre_ln(x, layer, mask, "normalised residual").numpy()
+                ),
+                "the layer ends with the residual sum x' + FFN(LN2(x')); the final LayerNorm "
+                "belongs to the whole stack, not to each layer.": _pre_ln(
+                    x, layer, mask, "final norm"
+                ).numpy(),
+            }
+            if mask is not None:
+                mistakes["pass the mask to the self-attention (the padding token must get "
+                          "weight 0)."] = _pre_ln(x, layer, None).numpy()  # fmt: skip
+            args = (x.clone(), recipe) if mask is None else (x.clone(), recipe, mask.clone())
             got = call_student(ex, student_fn, *args)
-        what = f"{title} output for x of shape {tuple(x.shape)}" + (
+        what = f"pre-LN encoder layer output for x of shape {tuple(x.shape)}" + (
             " with a padding mask" if mask is not None else ""
         )
-        check_array(ex, _numpy(ex, got, what), expected, what=what, hint=trap_hint)
-    passed(ex, title)
+        check_mistakes(ex, _numpy(ex, got, what), expected, what=what,
+                       hint="normalize BEFORE each sublayer and add the un-normalized x back: "
+                       "y = layer.norm1(x); x = x + layer.self_attn(y, y, y, mask)[0]; "
+                       "x = x + layer.ffn(layer.norm2(x)). Do not call layer(x).",
+                       mistakes=mistakes, atol=1e-10)  # fmt: skip
+    passed(ex, "pre-LN encoder layer")
 
 
-def check_post_ln_layer(student_fn) -> None:
-    """Exercise 5.2: X' = LN1(X + MHA(X)), X'' = LN2(X' + FFN(X'))."""
-    _layer_case(
-        "5.2",
-        student_fn,
-        norm_first=False,
-        title="post-LN encoder layer",
-        trap_hint="compose the sublayers yourself (do not call layer(x)): "
-        "out, _ = layer.self_attn(x, x, x, mask); x = layer.norm1(x + out); "
-        "then x = layer.norm2(x + layer.ffn(x)).",
-    )
-
-
-def check_pre_ln_layer(student_fn) -> None:
-    """Exercise 5.3: X' = X + MHA(LN1(X)), X'' = X' + FFN(LN2(X'))."""
-    _layer_case(
-        "5.3",
-        student_fn,
-        norm_first=True,
-        title="pre-LN encoder layer",
-        trap_hint="normalize BEFORE each sublayer and add the un-normalized x back: "
-        "y = layer.norm1(x); x = x + layer.self_attn(y, y, y, mask)[0]; "
-        "x = x + layer.ffn(layer.norm2(x)). Do not call layer(x).",
-    )
-
-
-def check_layer_parameter_count(student_fn) -> None:
-    """Exercise 5.4: parameters of one encoder layer (biases everywhere), d_ff given."""
+def check_decoder_parameter_count(student_fn) -> None:
+    """Exercise 5.4: parameters of one DECODER layer (biases everywhere), d_ff given."""
     ex = "5.4"
     for d, f in ((512, 2048), (768, 3072), (16, 64), (8, 20), (1, 1)):
         got = call_student(ex, student_fn, d, f)
-        check_count(
-            ex,
-            got,
-            transformer_parameter_count(d, f, num_encoder_layers=1),
-            what=f"parameters of one encoder layer with d_model={d}, d_ff={f}",
-            hint="attention: 4 matrices d x d + 4 biases of d; FFN: d x d_ff + d_ff, then "
-            "d_ff x d + d; two LayerNorms with a gain and a shift of d each.",
+        attn, ffn, norm = 4 * d * d + 4 * d, 2 * d * f + f + d, 2 * d
+        hints = {
+            attn + ffn + 2 * norm: "that is an ENCODER layer. A decoder layer has a second "
+            "attention (cross-attention) and a third LayerNorm.",
+            2 * attn + ffn + 2 * norm: "three sublayers, three LayerNorms (each with a gain "
+            "and a shift of d_model).",
+            2 * attn + 8 * d * d + 4 * d + d + 3 * norm: "use the d_ff you are given, not 4 * d_model.",
+            2 * attn + ffn + 3 * d: "each LayerNorm has a gain AND a shift: 2 * d_model.",
+            2 * (4 * d * d) + 2 * d * f + 3 * norm: "the attention maps and the FFN have biases too.",
+        }  # fmt: skip
+        key = int(got) if isinstance(got, (int, np.integer)) and not isinstance(got, bool) else None
+        check_count(ex, got, transformer_parameter_count(d, f, num_decoder_layers=1),
+                    what=f"parameters of one decoder layer with d_model={d}, d_ff={f}",
+                    hint=hints.get(key) or "self-attention and cross-attention: 4 d x d maps + 4 "
+                    "biases each; FFN: d x d_ff + d_ff + d_ff x d + d; three LayerNorms of 2d.")  # fmt: skip
+    passed(ex, "parameter count of a decoder layer")
+
+
+def check_same_after_layer_norm(token_a, token_b) -> None:
+    """Exercise 5.5 (construct): two different tokens that LayerNorm maps to the same vector.
+
+    gamma = 1, beta = 0, eps = 1e-5, D = 4. Every pair of clearly different tokens whose
+    outputs agree to 1e-4 is accepted (b = c a + t with c > 0; two constant tokens too).
+    """
+    ex = "5.5"
+    arrs = []
+    for name, tok in (("token_a", token_a), ("token_b", token_b)):
+        try:
+            arr = np.asarray(tok, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise ExerciseError(ex, f"{name}: expected 4 numbers, got {tok!r:.80}.") from None
+        if arr.shape != (4,) or not np.all(np.isfinite(arr)):
+            raise ExerciseError(ex, f"{name}: expected 4 finite numbers, got {tok!r:.80}.")
+        arrs.append(arr)
+    a, b = arrs
+    if np.allclose(a, b, atol=1e-3):
+        raise ExerciseError(ex, "the two tokens are (almost) the same.",
+                            "find two clearly DIFFERENT tokens with the same LayerNorm output.")  # fmt: skip
+    out = [F.layer_norm(torch.tensor(t)[None], (4,), eps=1e-5)[0].numpy() for t in (a, b)]
+    if np.allclose(out[0], out[1], atol=1e-4):
+        passed(ex, "two different tokens, one LayerNorm output")
+        return
+    if np.allclose(out[0], -out[1], atol=1e-4):
+        hint = "a NEGATIVE factor flips the sign of the output; scale by a positive number."
+    elif np.allclose(np.sort(out[0]), np.sort(out[1]), atol=1e-4):
+        hint = "a permutation of the features permutes the output too; LayerNorm keeps the order."
+    else:
+        hint = (
+            "LayerNorm removes each token's mean and divides by its spread: what can you ADD to "
+            "every feature, or multiply every feature by, without changing the result?"
         )
-    passed(ex, "parameter count of an encoder layer")
+    raise ExerciseError(
+        ex,
+        f"LayerNorm outputs:\n  token_a -> {np.round(out[0], 4)}\n  token_b -> {np.round(out[1], 4)}",
+        hint,
+    )

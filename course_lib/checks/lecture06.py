@@ -7,17 +7,29 @@ sacrebleu) on several inputs, including an edge case.
 
 from __future__ import annotations
 
+import math
 import numbers
+from collections import Counter
 from collections.abc import Mapping
 
-from ..bleu import brevity_penalty, clipped_counts, closest_ref_length, corpus_bleu
-from . import ExerciseError, call_student, check_array, check_value, passed
+from ..bleu import (
+    brevity_penalty,
+    clipped_counts,
+    closest_ref_length,
+    corpus_bleu,
+    sentence_bleu,
+    tokenize,
+)
+from . import ExerciseError, call_student, check_mistakes, check_value, passed
 
 __all__ = [
     "check_clipped_counts",
     "check_brevity_penalty",
     "check_closest_ref_length",
     "check_corpus_bleu",
+    "check_bleu_counterexample",
+    "REFERENCE",
+    "PARAPHRASE",
 ]
 
 T = str.split  # the exercises' inputs are written as strings and split here
@@ -32,6 +44,42 @@ def _as_count_dict(ex: str, got, what: str) -> dict:
             "return e.g. Counter({('the',): 2}) — keys are tuples of n tokens.",
         )
     return {k: v for k, v in got.items() if v != 0}  # zero entries are allowed, not required
+
+
+def _ngrams(tokens, n, off_by_one=False):
+    stop = len(tokens) - n + (0 if off_by_one else 1)
+    return Counter(tuple(tokens[i : i + n]) for i in range(max(stop, 0)))
+
+
+def _clip_mistakes(hyp, refs, n) -> dict:
+    h = _ngrams(hyp, n)
+    summed = Counter()
+    for r in refs:
+        summed += _ngrams(r, n)
+    in_any = {g for r in refs for g in _ngrams(r, n)}
+    max_ref = Counter()
+    for r in refs:
+        max_ref |= _ngrams(r, n)
+    off = Counter()
+    for r in refs:
+        off |= _ngrams(r, n, off_by_one=True)
+    return {
+        "there are len(tokens) - n + 1 n-grams: range(len(tokens) - n + 1), not "
+        "range(len(tokens) - n) (the last n-gram was missing).": _ngrams(hyp, n, True) & off,
+        "clip with the largest count in any ONE reference (max over references), not the sum "
+        "of their counts (Counter's |, not +).": h & summed,
+        "clip: an n-gram counts at most as often as it occurs in a reference, e.g. 'the' "
+        "x6 against 'the cat is on the mat' counts 2, not 6.": Counter(
+            {g: c for g, c in h.items() if g in in_any}
+        ),
+        "take the max over ALL references, not only the first one.": h & _ngrams(refs[0], n),
+        "clip against the references' counts of the same n-gram (min(hyp count, max ref "
+        "count)), not the other way round.": max_ref & Counter({g: 1 for g in h}),
+    }
+
+
+def _nonzero(d: Mapping) -> dict:
+    return dict(sorted((k, v) for k, v in d.items() if v != 0))
 
 
 def check_clipped_counts(student_fn) -> None:
@@ -53,14 +101,23 @@ def check_clipped_counts(student_fn) -> None:
     for hyp, refs, n, what in cases:
         got = call_student(ex, student_fn, T(hyp), [T(r) for r in refs], n)
         got = _as_count_dict(ex, got, what)
-        expected = dict(clipped_counts(T(hyp), [T(r) for r in refs], n))
+        expected = _nonzero(clipped_counts(T(hyp), [T(r) for r in refs], n))
+        got = _nonzero(got)
+        hint = (
+            "count the hypothesis n-grams; for each, take its largest count in any single "
+            "reference (Counter's | does a max), and keep the smaller of the two."
+        )
+        if got != expected:
+            for mistake, wrong in _clip_mistakes(T(hyp), [T(r) for r in refs], n).items():
+                if got == _nonzero(wrong):
+                    hint = mistake
+                    break
         check_value(
             ex,
-            dict(sorted(got.items())),
-            dict(sorted(expected.items())),
+            got,
+            expected,
             what=f"clipped {n}-gram counts for {what}: hypothesis {hyp!r}, references {refs!r}",
-            hint="count the hypothesis n-grams; for each, take its largest count in any single "
-            "reference (Counter's | does a max), and keep the smaller of the two.",
+            hint=hint,
         )
     passed(ex, "clipped n-gram counts")
 
@@ -75,14 +132,30 @@ def check_brevity_penalty(student_fn) -> None:
         (2, 6, "a much shorter hypothesis"),
         (0, 4, "an empty hypothesis (c=0)"),
     ]:
-        got = call_student(ex, student_fn, c, r)
-        check_array(
+        try:
+            got = call_student(ex, student_fn, c, r)
+        except ExerciseError as err:
+            if "ZeroDivisionError" in err.message:
+                raise ExerciseError(ex, err.message, "an empty hypothesis (c = 0) gets BP = 0: "
+                                    "test c == 0 before computing r / c.") from None  # fmt: skip
+            raise
+        mistakes = {}
+        if c > 0:
+            mistakes["the exponent is 1 - r/c (reference over hypothesis length), not 1 - c/r."] = (
+                math.exp(1 - c / r) if c < r else 1.0
+            )
+            mistakes["BP is 1 when the hypothesis is at least as long as the reference (c >= r): "
+                     "BLEU never rewards length."] = math.exp(1 - r / c)  # fmt: skip
+        else:
+            mistakes["an empty hypothesis gets BP = 0 (it has no words at all)."] = 1.0
+        check_mistakes(
             ex,
             got,
             brevity_penalty(c, r),
             what=f"brevity penalty for {what}",
             hint="BP = exp(1 - r/c) only when c < r; 1 when c >= r; and 0 when c == 0 "
             "(do not divide by zero).",
+            mistakes=mistakes,
             rtol=1e-9,
             atol=1e-12,
         )
@@ -92,16 +165,24 @@ def check_brevity_penalty(student_fn) -> None:
 def check_closest_ref_length(student_fn) -> None:
     """Exercise 6.3: the reference length closest to the hypothesis length, shorter on ties."""
     ex = "6.3"
-    for hyp_len, ref_lens in [(5, [6]), (5, [4, 9]), (5, [9, 7, 2]), (5, [7, 3]), (5, [3, 7])]:
+    cases = [(5, [6]), (5, [4, 9]), (5, [9, 7, 2]), (5, [7, 3]), (5, [3, 7]), (6, [2, 8, 10])]
+    for hyp_len, ref_lens in cases:
         got = call_student(ex, student_fn, hyp_len, list(ref_lens))
-        check_value(
-            ex,
-            got,
-            closest_ref_length(hyp_len, ref_lens),
-            what=f"closest reference length to {hyp_len} among {ref_lens}",
-            hint="minimise |r - hyp_len|; on a tie choose the shorter reference "
-            "(min with key=lambda r: (abs(r - hyp_len), r)).",
+        expected = closest_ref_length(hyp_len, ref_lens)
+        hint = (
+            "minimise |r - hyp_len|; on a tie choose the shorter reference "
+            "(min with key=lambda r: (abs(r - hyp_len), r))."
         )
+        if got != expected:
+            closest = [r for r in ref_lens if abs(r - hyp_len) == abs(expected - hyp_len)]
+            if len(closest) > 1 and got == max(closest):
+                hint = "on a tie (two references equally close) BLEU takes the SHORTER one."
+            elif got == min(ref_lens):
+                hint = "not the shortest reference: the one whose length is closest to hyp_len."
+            elif got == max(ref_lens):
+                hint = "not the longest reference: the one whose length is closest to hyp_len."
+        check_value(ex, got, expected,
+                    what=f"closest reference length to {hyp_len} among {ref_lens}", hint=hint)  # fmt: skip
     passed(ex, "closest reference length")
 
 
@@ -122,6 +203,14 @@ _CORPORA = [
         [["thanks a lot !"], ["the man had bitten the dog before the dog bit him"]],
     ),
     (
+        "a sentence whose closest reference is not its shortest",
+        ["the quick brown fox jumped over the lazy dog", "a b c d e f"],
+        [
+            ["a quick fox", "the quick brown fox jumped over the lazy dog today"],
+            ["a b c d e f g", "a b c d"],
+        ],
+    ),
+    (
         "a corpus with no matching 4-gram (unsmoothed BLEU is 0)",
         ["a b c d e", "x y"],
         [["a b x d e"], ["x z y"]],
@@ -132,6 +221,40 @@ _CORPORA = [
         [["a reference"], ["the cat sat on the mat"]],
     ),
 ]
+
+
+def _bleu_variant(hyps, refs, variant: str) -> float:
+    """Unsmoothed BLEU computed the way a usual mistake does, on token lists (×100)."""
+    if variant == "sentence mean":
+        return sum(_bleu_variant([h], [r], "right") for h, r in zip(hyps, refs, strict=True)) / len(
+            hyps
+        )
+    order = 3 if variant == "N=3" else 4
+    matches, totals, c, r = [0] * order, [0] * order, 0, 0
+    for hyp, rs in zip(hyps, refs, strict=True):
+        for n in range(1, order + 1):
+            matches[n - 1] += sum(clipped_counts(hyp, rs, n).values())
+            totals[n - 1] += max(len(hyp) - n + (0 if variant == "totals off by one" else 1), 0)
+        c += len(hyp)
+        lens = [len(x) for x in rs]
+        r += min(lens) if variant == "shortest ref" else closest_ref_length(len(hyp), lens)
+    if min(matches) == 0 or min(totals) == 0:
+        return 0.0
+    p = [m / t for m, t in zip(matches, totals, strict=True)]
+    mean = sum(p) / order if variant == "arithmetic" else math.exp(sum(map(math.log, p)) / order)
+    return 100 * brevity_penalty(c, r) * mean
+
+
+_BLEU_MISTAKES = {
+    "sentence mean": "corpus BLEU is not the mean of sentence BLEU: add up matches, totals and "
+    "lengths over ALL sentences first, then apply the formula once.",
+    "N=3": "standard BLEU uses n-grams up to N = 4 (the notes stop at 3).",
+    "shortest ref": "r is the CLOSEST reference length of each sentence (shorter on a tie), not "
+    "the shortest.",
+    "arithmetic": "BLEU takes the GEOMETRIC mean of the p_n: exp(mean of log p_n).",
+    "totals off by one": "a sentence of L tokens has L - n + 1 n-grams (the precision's "
+    "denominator).",
+}
 
 
 def check_corpus_bleu(student_fn) -> None:
@@ -156,13 +279,48 @@ def check_corpus_bleu(student_fn) -> None:
         )
         if expected > 0 and abs(value - expected / 100) < 1e-9:
             hint = "your number is on the 0–1 scale; report BLEU ×100 as sacrebleu does."
-        check_array(
+        toks = [T(h) for h in hyps], [[T(r) for r in rs] for rs in refs]
+        check_mistakes(
             ex,
             value,
             expected,
             what=f"corpus BLEU for {what}",
             hint=hint,
+            mistakes={m: _bleu_variant(*toks, v) for v, m in _BLEU_MISTAKES.items()},
             rtol=1e-9,
             atol=1e-9,
         )
     passed(ex, "corpus BLEU from scratch")
+
+
+REFERENCE = "the meeting was cancelled because the manager was ill"
+PARAPHRASE = "the manager was sick , so the meeting was called off"
+
+
+def check_bleu_counterexample(candidate) -> None:
+    """Exercise 6.5 (construct): a candidate that says the opposite of the reference (it
+    contains "not") yet gets a higher sentence BLEU (sacrebleu's defaults) than the correct
+    paraphrase. Every such candidate is accepted."""
+    ex = "6.5"
+    if not isinstance(candidate, str) or not candidate.strip():
+        raise ExerciseError(ex, f"expected a sentence (a str), got {candidate!r:.80}.",
+                            'e.g. candidate = "the meeting was ..."')  # fmt: skip
+    words = tokenize(candidate)
+    if "not" not in words:
+        raise ExerciseError(
+            ex,
+            f"your candidate {candidate!r} does not contain the word 'not'.",
+            "it must say the OPPOSITE of the reference: put a 'not' in it.",
+        )
+    mine = sentence_bleu(candidate, [REFERENCE]).score
+    theirs = sentence_bleu(PARAPHRASE, [REFERENCE]).score
+    if mine > theirs:
+        passed(ex, "a wrong translation that BLEU prefers to a right one")
+        return
+    raise ExerciseError(
+        ex,
+        f"sentence BLEU:\n  expected more than the paraphrase's {theirs:.2f}\n"
+        f"  got      {mine:.2f} for {candidate!r}",
+        "BLEU only counts n-grams shared with the reference, in order: keep the reference's "
+        "words and their order, and add the 'not' — the meaning flips, the n-grams barely change.",
+    )

@@ -10,15 +10,44 @@ from ..additive_attention import additive_attention
 from ..attention import causal_mask, padding_mask
 from ..models.decoding import greedy_decode
 from ..models.transformer import TransformerTranslator
-from . import ExerciseError, call_student, check_array, check_value, passed
+from . import Built, ExerciseError, call_student, check_mistakes, check_value, passed
 
-__all__ = ["check_additive_attention", "check_decoder_self_mask", "check_greedy_decode"]
+__all__ = [
+    "check_additive_attention",
+    "check_decoder_self_mask",
+    "check_greedy_decode",
+    "check_greedy_counterexample",
+    "scripted_model",
+    "tiny_translator",
+]
 
 
-def check_additive_attention(student_fn) -> None:
+def _softmax_or_nan(scores):
+    with np.errstate(all="ignore"):
+        e = np.exp(scores - np.max(scores))
+        return e / e.sum()
+
+
+def _additive_mistakes(s, h, wq, wk, v, mask) -> dict:
+    raw = (s @ wq + h @ wk) @ v
+    scores = np.tanh(s @ wq + h @ wk) @ v
+    out = {
+        "the score is v · tanh(s @ w_query + h_j @ w_key): the tanh comes before the product "
+        "with v.": _softmax_or_nan(raw if mask is None else np.where(mask, raw, -np.inf)),
+    }
+    if mask is not None:
+        out["opposite convention: mask True = a real word that may be attended; put -inf where "
+            "it is False."] = _softmax_or_nan(np.where(mask, -np.inf, scores))  # fmt: skip
+        out["mask BEFORE the softmax (scores = -inf where mask is False); zeroing weights "
+            "afterwards leaves a sum below 1."] = _softmax_or_nan(scores) * mask  # fmt: skip
+        out["the mask was ignored: padding positions must get weight 0."] = _softmax_or_nan(scores)
+    return out
+
+
+def check_additive_attention(student_fn, *, seed: int = 0) -> None:
     """Exercise 7.1: ``fn(s, h, w_query, w_key, v, mask=None) -> (context, weights)``."""
     ex = "7.1"
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng((7, seed))
     cases = []
     # a hand-sized case: d_att = 1, W = v = 1, s = 0 -> scores tanh(h_j)
     cases.append(("s = 0, W_s = W_h = v = 1 (scores are tanh(h_j))",
@@ -42,31 +71,60 @@ def check_additive_attention(student_fn) -> None:
                                 "end with `return context, weights`.")  # fmt: skip
         hint = ("scores e_j = v · tanh(s @ w_query + h_j @ w_key); weights = softmax over j "
                 "(masked scores set to -inf first); context = weights @ h.")  # fmt: skip
-        check_array(ex, got[1], expected_w, what=f"weights for {what}", hint=hint)
-        check_array(ex, got[0], expected_ctx, what=f"context for {what}", hint=hint)
+        mistakes = _additive_mistakes(*args, mask)
+        mistakes["return (context, weights) in this order."] = expected_ctx
+        check_mistakes(ex, got[1], expected_w, what=f"weights for {what}", hint=hint,
+                       mistakes=mistakes)  # fmt: skip
+        check_mistakes(ex, got[0], expected_ctx, what=f"context for {what}", hint=hint,
+                       mistakes={"the context is the weighted sum of the ENCODER states: "
+                                 "weights @ h.": expected_w})  # fmt: skip
     passed(ex, "additive (Bahdanau) attention")
 
 
-def check_decoder_self_mask(student_fn) -> None:
+def check_decoder_self_mask(student_fn, *, seed: int = 0) -> None:
     """Exercise 7.2: ``fn(lengths, n) -> (batch, n, n)`` bool, causal AND target padding."""
     ex = "7.2"
-    for lengths, n in (([3, 5, 1], 5), ([4], 4), ([1, 2], 3)):
+    rng = np.random.default_rng((72, seed))
+    random_lengths = [int(x) for x in rng.integers(1, 7, size=3)]
+    for lengths, n in (([3, 5, 1], 5), ([4], 4), ([1, 2], 3), (random_lengths, 6)):
         expected = causal_mask(n)[None] & padding_mask(np.array(lengths), n)
         got = call_student(ex, student_fn, np.array(lengths), n)
         got_arr = np.asarray(got)
+        i, j = np.indices((n, n))
+        real = np.arange(n)[None, :] < np.array(lengths)[:, None]  # (batch, n)
+        known = {
+            "opposite convention: True = MAY attend; you marked the hidden positions.": ~expected,
+            "the padding rule is missing: also require j < lengths[b] (combine with &).": (
+                np.broadcast_to(j <= i, expected.shape)
+            ),
+            "the causal rule is missing: also require j <= i.": np.broadcast_to(
+                real[:, None, :], expected.shape
+            ),
+            "padding hides KEYS (columns j >= lengths[b]), not queries (rows): "
+            "real[:, None, :], not real[:, :, None].": (j <= i)[None] & real[:, :, None],
+            "a token may attend to itself: j <= i, not j < i.": (j < i)[None] & real[:, None, :],
+        }
+        hint = ("position i may attend to j when j <= i (causal) AND j < length of its "
+                "sentence (padding); combine the two with &. Shape (batch, n, n).")  # fmt: skip
+        if got_arr.shape == expected.shape and not np.array_equal(got_arr.astype(bool), expected):
+            for mistake, wrong in known.items():
+                if np.array_equal(got_arr.astype(bool), wrong):
+                    hint = mistake
+                    break
+        if got_arr.shape != expected.shape and got_arr.shape[-2:] == (n, n) and len(lengths) > 1:
+            hint = ("one (n, n) mask per sentence: the result has shape (batch, n, n) — "
+                    "use every entry of lengths, not only the first.")  # fmt: skip
+        check_mistakes(ex, got_arr.astype(float) if got_arr.dtype == np.bool_ else got_arr,
+                       expected, what=f"mask for lengths={lengths}, n={n}", hint=hint)  # fmt: skip
         if got_arr.dtype != np.bool_:
             raise ExerciseError(ex, f"expected a boolean array, got dtype {got_arr.dtype}.",
                                 "build it from comparisons such as `j <= i` (True = may attend).")  # fmt: skip
-        check_array(
-            ex, got_arr, expected, what=f"mask for lengths={lengths}, n={n}",
-            hint="position i may attend to j when j <= i (causal) AND j < length of its "
-            "sentence (padding); combine the two with &. Shape (batch, n, n).",
-        )  # fmt: skip
     passed(ex, "the decoder's self-attention mask")
 
 
 class _Scripted(nn.Module):
-    """A stand-in model whose decoder 'translates' row b into ``script[b]``, then <eos>."""
+    """A stand-in model that 'translates' a source row starting with id k into ``script[k]``,
+    then <eos> (so a batch row, or the same sentence decoded alone, gets the same output)."""
 
     def __init__(self, script: list[list[int]], vocab: int = 8, eos_id: int = 2):
         super().__init__()
@@ -79,41 +137,144 @@ class _Scripted(nn.Module):
         b, t = tgt_in.shape
         logits = torch.zeros(b, t, self.vocab)
         for i in range(b):
+            script = self.script[int(memory[i, 0]) % len(self.script)]  # source row i says which
             for j in range(t):
-                script = self.script[i]
                 logits[i, j, script[j] if j < len(script) else self.eos_id] = 1.0
         return logits
 
 
-def _check_ids(ex: str, got, expected: torch.Tensor, what: str) -> None:
+def _check_ids(ex: str, got, expected: torch.Tensor, what: str, hint: str | None = None) -> None:
     if not isinstance(got, torch.Tensor):
         raise ExerciseError(ex, f"{what}: expected a torch tensor of ids, got {type(got).__name__}.",
                             "return the generated ids without the leading <bos>: `ys[:, 1:]`.")  # fmt: skip
     check_value(
         ex, got.tolist(), expected.tolist(), what=what,
-        hint="start from a column of <bos>; at each step take argmax of the LAST position's "
-        "logits, put pad_id in rows that already produced <eos>, append, and stop when every "
-        "row is done or after max_len words; return ys[:, 1:].",
+        hint=hint or "start from a column of <bos>; at each step take argmax of the LAST "
+        "position's logits, put pad_id in rows that already produced <eos>, append, and stop "
+        "when every row is done or after max_len words; return ys[:, 1:].",
     )  # fmt: skip
 
 
-def check_greedy_decode(student_fn) -> None:
+def scripted_model(script: list[list[int]], vocab: int = 8, eos_id: int = 2) -> _Scripted:
+    """A :class:`Built` factory: the stand-in model that says ``script[b]`` then <eos>."""
+    return _Scripted(script, vocab, eos_id)
+
+
+def tiny_translator(seed: int = 0) -> TransformerTranslator:
+    """A :class:`Built` factory: a small untrained Transformer (12 source, 9 target ids)."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return TransformerTranslator(12, 9, d_model=16, num_heads=2, num_layers=1, d_ff=32).eval()
+
+
+def _greedy_mistake(model, src, src_mask, max_len, variant: str) -> list:
+    memory = model.encode(src, src_mask)
+    ys = torch.full((src.shape[0], 1), 1, dtype=torch.long)
+    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        logits = model.decode(memory, src_mask, ys)
+        nxt = (logits[:, 0] if variant == "first" else logits[:, -1]).argmax(-1)
+        if variant != "no pad":
+            nxt = nxt.masked_fill(done, 0)
+        ys = torch.cat([ys, nxt[:, None]], dim=1)
+        done |= nxt == 2
+        if (variant == "any" and done.any()) or (variant != "never stops" and done.all()):
+            break
+    return (ys if variant == "bos" else ys[:, 1:]).tolist()
+
+
+_GREEDY_MISTAKES = {
+    "bos": "return the generated ids WITHOUT the leading <bos> column: ys[:, 1:].",
+    "no pad": "a row that already produced <eos> gets pad_id from then on, not more words.",
+    "first": "take the argmax of the LAST position's logits (logits[:, -1]): it predicts the "
+    "next word.",
+    "never stops": "stop as soon as EVERY row has produced <eos> (do not always run max_len "
+    "steps).",
+    "any": "stop when EVERY row is done, not when the first row produces <eos>.",
+}
+
+
+def check_greedy_decode(student_fn, *, seed: int = 0) -> None:
     """Exercise 7.3: ``fn(model, src, src_mask, bos_id, eos_id, pad_id, max_len)``."""
     ex = "7.3"
-    src = torch.ones(3, 4, dtype=torch.long)
-    scripted = _Scripted([[4, 5, 2], [3, 2], [6, 6, 6, 6, 6]])
-    for max_len in (10, 3):
-        expected = greedy_decode(
-            scripted, src, src == 1, bos_id=1, eos_id=2, pad_id=0, max_len=max_len
-        )
-        got = call_student(ex, student_fn, scripted, src, src == 1, 1, 2, 0, max_len)
-        what = (f"output of a model that says [4 5 <eos>], [3 <eos>], [6 6 6 6 6 <eos>] "
-                f"with max_len={max_len}")  # fmt: skip
-        _check_ids(ex, got, expected, what)
-    torch.manual_seed(0)
-    model = TransformerTranslator(12, 9, d_model=16, num_heads=2, num_layers=1, d_ff=32).eval()
-    src = torch.tensor([[4, 5, 6, 7], [8, 9, 0, 0]])
-    expected = greedy_decode(model, src, src != 0, bos_id=1, eos_id=2, pad_id=0, max_len=6)
-    got = call_student(ex, student_fn, model, src, src != 0, 1, 2, 0, 6)
-    _check_ids(ex, got, expected, "output of a small (untrained) Transformer, max_len=6")
+    src = torch.tensor([[0, 1, 1, 1], [1, 1, 1, 1], [2, 1, 1, 1]])
+    scripts = [[[4, 5, 2], [3, 2], [6, 6, 6, 6, 6]], [[3, 3, 2], [7, 5, 5, 5, 4, 2], [2]]]
+    cases = [(Built("course_lib.checks.lecture07:scripted_model", script=sc), src, src >= 0, m,
+              f"output of a model that says {sc} (then <eos>) with max_len={m}")
+             for sc in scripts for m in (10, 3)]  # fmt: skip
+    src2 = torch.tensor([[4, 5, 6, 7], [8, 9, 0, 0]])
+    cases.append((Built("course_lib.checks.lecture07:tiny_translator", seed=seed), src2,
+                  src2 != 0, 6, "output of a small (untrained) Transformer, max_len=6"))  # fmt: skip
+    for recipe, s, s_mask, max_len, what in cases:
+        model = recipe.build()
+        with torch.no_grad():
+            expected = greedy_decode(
+                model, s, s_mask, bos_id=1, eos_id=2, pad_id=0, max_len=max_len
+            )
+            got = call_student(ex, student_fn, recipe, s.clone(), s_mask.clone(), 1, 2, 0, max_len)
+            hint = None
+            if isinstance(got, torch.Tensor) and got.tolist() != expected.tolist():
+                for variant, mistake in _GREEDY_MISTAKES.items():
+                    if got.tolist() == _greedy_mistake(model, s, s_mask, max_len, variant):
+                        hint = mistake
+                        break
+        _check_ids(ex, got, expected, what, hint)
     passed(ex, "greedy decoding")
+
+
+def check_greedy_counterexample(p_first, p_second) -> None:
+    """Exercise 7.4 (construct): next-word probabilities for which greedy decoding does not
+    find the most probable two-word output. Every such table is accepted.
+
+    ``p_first[a]`` = P(first word a); ``p_second[a][b]`` = P(second word b | first word a).
+    """
+    ex = "7.4"
+    try:
+        p1 = np.asarray(p_first, dtype=float)
+        p2 = np.asarray(p_second, dtype=float)
+    except (TypeError, ValueError):
+        raise ExerciseError(
+            ex, "expected p_first (V,) and p_second (V, V) arrays of numbers."
+        ) from None
+    v = p1.shape[0] if p1.ndim == 1 else -1
+    if p1.ndim != 1 or p2.shape != (v, v) or v < 2:
+        raise ExerciseError(
+            ex,
+            f"expected p_first of shape (V,) and p_second of shape (V, V) with V >= 2, got "
+            f"{p1.shape} and {p2.shape}.",
+            "p_second[a] is the distribution of the second word after first word a.",
+        )
+    if (
+        (p1 < 0).any()
+        or (p2 < 0).any()
+        or not np.isclose(p1.sum(), 1.0)
+        or not np.allclose(p2.sum(axis=1), 1.0)
+    ):
+        raise ExerciseError(
+            ex,
+            f"p_first sums to {p1.sum():.4g} and the rows of p_second to "
+            f"{np.round(p2.sum(axis=1), 4).tolist()}.",
+            "these are probabilities: non-negative, and p_first and EVERY row of p_second sum "
+            "to 1.",
+        )
+    if np.sum(p1 == p1.max()) > 1:
+        raise ExerciseError(ex, "two first words tie for the largest probability.",
+                            "make greedy's first choice unambiguous.")  # fmt: skip
+    a = int(p1.argmax())
+    if np.sum(p2[a] == p2[a].max()) > 1:
+        raise ExerciseError(ex, f"after first word {a}, two second words tie.",
+                            "make greedy's second choice unambiguous.")  # fmt: skip
+    greedy_p = p1[a] * p2[a].max()
+    joint = p1[:, None] * p2
+    best = np.unravel_index(joint.argmax(), joint.shape)
+    if joint.max() > greedy_p * (1 + 1e-9):
+        passed(ex, "greedy decoding is not the most probable output")
+        return
+    raise ExerciseError(
+        ex,
+        f"greedy picks ({a}, {int(p2[a].argmax())}) with probability {greedy_p:.4f}, and that is "
+        f"also the best pair {tuple(int(x) for x in best)}.",
+        "greedy commits to the likeliest FIRST word. Make that word's continuations all "
+        "unlikely (spread p_second[a] out), and give another first word one near-certain "
+        "continuation.",
+    )

@@ -6,9 +6,20 @@ import numpy as np
 
 from ..data.pretraining import IGNORE_INDEX, pair_input
 from ..tokenization import count_pairs, merge_pair
-from . import ExerciseError, call_student, check_value, passed
+from . import Built, ExerciseError, call_student, call_student_frozen, check_value, frozen, passed
 
-__all__ = ["check_mlm_masking", "check_nsp_example", "check_bpe_merge_step"]
+__all__ = [
+    "check_mlm_masking",
+    "check_nsp_example",
+    "check_bpe_merge_step",
+    "check_masking_statistics",
+]
+
+
+def _rng(*seed) -> Built:
+    """The recipe of a numpy Generator, built where the student's code runs."""
+    return Built("numpy.random:default_rng", seed=list(seed))
+
 
 MASK_ID, VOCAB_SIZE, N_SPECIAL = 4, 1000, 5
 
@@ -17,23 +28,35 @@ def _within(count: int, n: int, p: float, sigmas: float = 5.0) -> bool:
     return abs(count - n * p) <= sigmas * np.sqrt(n * p * (1 - p))
 
 
-def check_mlm_masking(student_fn) -> None:
-    """Exercise 8.1: ``mask_for_mlm(ids, special, rng) -> (masked, labels)`` with BERT's rule."""
-    ex = "8.1"
-    rng = np.random.default_rng(81)
-    ids = rng.integers(N_SPECIAL, VOCAB_SIZE, size=(300, 40))
-    ids[:, 0], ids[:, 20], ids[:, 30:] = 2, 3, 0  # [CLS], [SEP], padding
-    special = ids < N_SPECIAL
-    got = call_student(ex, student_fn, ids.copy(), special.copy(), np.random.default_rng(0))
+def _masking_call(ex, student_fn, ids, special, seed, *extra):
+    """Call the answer on read-only inputs (an answer that writes into ``ids`` fails)."""
+    got = call_student_frozen(ex, student_fn, frozen(ids), frozen(special), _rng(81, seed), *extra)
     if not (isinstance(got, tuple) and len(got) == 2):
         raise ExerciseError(
             ex, f"expected a tuple (masked, labels), got {type(got).__name__}.",
             "end with `return masked, labels`.",
         )  # fmt: skip
-    masked, labels = (np.asarray(x) for x in got)
+    return tuple(np.asarray(x) for x in got)
+
+
+def check_mlm_masking(student_fn, *, seed: int = 0) -> None:
+    """Exercise 8.1: ``mask_for_mlm(ids, special, rng) -> (masked, labels)`` with BERT's rule."""
+    ex = "8.1"
+    rng = np.random.default_rng((81, seed))
+    ids = rng.integers(N_SPECIAL, VOCAB_SIZE, size=(300, 40))
+    ids[:, 0], ids[:, 20], ids[:, 30:] = 2, 3, 0  # [CLS], [SEP], padding
+    special = ids < N_SPECIAL
+    masked, labels = _masking_call(ex, student_fn, ids, special, seed)
     check_value(ex, masked.shape, ids.shape, what="shape of masked")
     check_value(ex, labels.shape, ids.shape, what="shape of labels")
     picked = labels != IGNORE_INDEX
+    if picked.mean() > 0.5:
+        raise ExerciseError(
+            ex,
+            f"{picked.mean():.0%} of the labels are not -100.",
+            "labels hold the original id ONLY at picked positions and -100 everywhere else "
+            "(the loss ignores -100): labels = np.where(picked, ids, -100).",
+        )
     if picked[special].any() or (masked[special] != ids[special]).any():
         raise ExerciseError(
             ex,
@@ -74,13 +97,29 @@ def check_mlm_masking(student_fn) -> None:
             "draw one more uniform number u per picked token: u < 0.8 -> [MASK] (id 4), "
             "0.8 <= u < 0.9 -> a random id in [5, vocab_size), else keep the token.",
         )
-    replaced = masked[picked & (masked != MASK_ID) & (masked != ids)]
-    if (replaced < N_SPECIAL).any() or (replaced >= VOCAB_SIZE).any():
+    again = _masking_call(ex, student_fn, ids, special, seed)
+    if not (np.array_equal(again[0], masked) and np.array_equal(again[1], labels)):
         raise ExerciseError(
             ex,
-            f"random replacements must be normal token ids in [5, {VOCAB_SIZE}), "
-            f"got ids such as {sorted(set(replaced[(replaced < N_SPECIAL) | (replaced >= VOCAB_SIZE)].tolist()))[:5]}.",
-            "rng.integers(5, vocab_size, size=...)",
+            "two calls with the same rng seed gave different results.",
+            "draw every random number from the rng you are given (rng.random, rng.integers), "
+            "not from np.random.* or the random module: runs must be reproducible.",
+        )
+    # A vocabulary of 10 ids (5 of them special): random replacements drawn from [0, 10)
+    # would be special ids half of the time.
+    small = rng.integers(N_SPECIAL, 10, size=(200, 50))
+    small[:, 0] = 2
+    masked, labels = _masking_call(ex, student_fn, small, small < N_SPECIAL, seed, MASK_ID, 10)
+    picked = labels != IGNORE_INDEX
+    replaced = masked[picked & (masked != MASK_ID) & (masked != small)]
+    bad = (replaced < N_SPECIAL) | (replaced >= 10)
+    if bad.any() or (masked[~picked] != small[~picked]).any():
+        raise ExerciseError(
+            ex,
+            f"with vocab_size=10, random replacements must be normal token ids in [5, 10), "
+            f"got ids such as {sorted(set(replaced[bad].tolist()))[:5]}.",
+            "random replacements never use the special ids 0-4 ([PAD], [UNK], [CLS], [SEP], "
+            "[MASK]): rng.integers(5, vocab_size, size=...), and use the vocab_size argument.",
         )
     passed(ex, "BERT's masking rule (15 %; 80/10/10; specials untouched)")
 
@@ -95,16 +134,31 @@ def _docs():
     ]  # fmt: skip
 
 
-def check_nsp_example(student_fn) -> None:
-    """Exercise 8.2: ``nsp_example(documents, doc, index, rng) -> (tokens, segments, is_next)``."""
+def check_nsp_example(student_fn, *, seed: int = 0) -> None:
+    """Exercise 8.2: ``nsp_example(documents, doc, index, rng) -> (tokens, segments, is_next)``.
+
+    Each call gets a fresh generator (seeded with the call number), so the statistics over
+    many calls hold wherever the student's code runs.
+    """
     ex = "8.2"
     docs = _docs()
     positions = [(d, i) for d, doc in enumerate(docs) for i in range(len(doc) - 1)]
-    rng = np.random.default_rng(0)
-    n, n_true, other_docs = 1200, 0, set()
+    n, n_true, other_docs = 600, 0, set()
+    repeats = [positions[(k * 3) % len(positions)] for k in range(10)]
+    if any(
+        call_student(ex, student_fn, docs, d, i, _rng(82, seed, 10_000 + k))
+        != call_student(ex, student_fn, docs, d, i, _rng(82, seed, 10_000 + k))
+        for k, (d, i) in enumerate(repeats)
+    ):
+        raise ExerciseError(
+            ex,
+            "two calls with the same rng seed gave different results.",
+            "draw every random choice from the rng you are given (rng.random, rng.integers), "
+            "not from np.random.* or the random module.",
+        )
     for k in range(n):
         d, i = positions[k % len(positions)]
-        got = call_student(ex, student_fn, docs, d, i, rng)
+        got = call_student(ex, student_fn, docs, d, i, _rng(82, seed, k))
         if not (isinstance(got, tuple) and len(got) == 3):
             raise ExerciseError(
                 ex, f"expected a tuple (tokens, segments, is_next), got {type(got).__name__}.",
@@ -114,6 +168,13 @@ def check_nsp_example(student_fn) -> None:
         if is_next not in (0, 1):
             raise ExerciseError(ex, f"is_next must be 1 or 0, got {is_next!r}.")
         a = docs[d][i]
+        if tokens[: len(a) + 2] != ["[CLS]", *a, "[SEP]"] or tokens[-1:] != ["[SEP]"]:
+            raise ExerciseError(
+                ex,
+                f"for doc={d}, index={i}: expected the tokens to start with "
+                f"{['[CLS]', *a, '[SEP]']} and end with '[SEP]', got {tokens}.",
+                "[CLS] + A + [SEP] + B + [SEP]",
+            )
         if is_next:
             b = docs[d][i + 1]
         else:
@@ -135,7 +196,8 @@ def check_nsp_example(student_fn) -> None:
                     hint="[CLS] + A + [SEP] + B + [SEP]")  # fmt: skip
         check_value(ex, segments, want_segments,
                     what=f"segment ids for doc={d}, index={i}",
-                    hint="0 for [CLS], A and the first [SEP]; 1 for B and the last [SEP].")  # fmt: skip
+                    hint="0 for [CLS], A and the FIRST [SEP]; 1 for B and the last [SEP] "
+                    "(len(A) + 2 zeros, then len(B) + 1 ones).")  # fmt: skip
         n_true += int(is_next)
     if not _within(n_true, n, 0.5):
         raise ExerciseError(
@@ -158,6 +220,31 @@ def _reference_step(words: dict) -> tuple[tuple[str, str], dict]:
     return best, {merge_pair(w, best): c for w, c in words.items()}
 
 
+def _bpe_mistakes(words: dict) -> dict:
+    """The pair each usual mistake picks, keyed by the hint naming it."""
+    pairs = count_pairs(words)
+    unweighted = count_pairs({w: 1 for w in words})
+    no_overlap: dict = {}
+    for w, c in words.items():
+        seen, i = [], 0
+        while i < len(w) - 1:
+            seen.append((w[i], w[i + 1]))
+            i += 2 if w[i] == w[i + 1] else 1  # "a a a" counted once
+        for p in seen:
+            no_overlap[p] = no_overlap.get(p, 0) + c
+    return {
+        "on a tie take the alphabetically SMALLEST pair: min(pairs, key=lambda p: (-count, p)).": (
+            max(pairs, key=lambda p: (pairs[p], p))
+        ),
+        "weight each occurrence by the word's count (a word seen 5 times counts 5 times).": min(
+            unweighted, key=lambda p: (-unweighted[p], p)
+        ),
+        "overlapping occurrences count: ('a', 'a', 'a') holds ('a', 'a') twice.": min(
+            no_overlap, key=lambda p: (-no_overlap[p], p)
+        ),
+    }
+
+
 def check_bpe_merge_step(student_fn) -> None:
     """Exercise 8.3: ``bpe_merge_step(words) -> (pair, new_words)``: one merge of BPE."""
     ex = "8.3"
@@ -175,6 +262,7 @@ def check_bpe_merge_step(student_fn) -> None:
             tuple("cd"): 5,
         },
         "overlapping pairs (a a a)": {tuple("aaa"): 3, tuple("ab"): 2},
+        "overlapping pairs decide the winner": {tuple("aaa"): 2, tuple("bc"): 3},
         "symbols that contain other symbols": {("ab", "c"): 1, ("b", "c"): 3},
         "symbols that are already merged": {
             ("lo", "w"): 5,
@@ -190,10 +278,62 @@ def check_bpe_merge_step(student_fn) -> None:
                 "end with `return best, new_words`.",
             )  # fmt: skip
         best, new_words = _reference_step(words)
-        check_value(ex, tuple(got[0]), best, what=f"merged pair for {what}",
-                    hint="the most frequent adjacent pair, counted with the word counts; "
-                    "ties: the alphabetically smallest pair.")  # fmt: skip
+        hint = ("the most frequent adjacent pair, counted with the word counts; ties: the "
+                "alphabetically smallest pair.")  # fmt: skip
+        if tuple(got[0]) != best:
+            hint = next((h for h, p in _bpe_mistakes(words).items() if tuple(got[0]) == p), hint)
+        check_value(ex, tuple(got[0]), best, what=f"merged pair for {what}", hint=hint)
         check_value(ex, dict(got[1]), new_words, what=f"words after the merge for {what}",
                     hint="scan each word left to right; after merging two symbols, continue "
                     "after the second one (so a a a -> aa a).")  # fmt: skip
     passed(ex, "one BPE merge step")
+
+
+def check_masking_statistics(changed_fraction, visible_fraction) -> None:
+    """Exercise 8.4 (predict, then measure): two consequences of the 15 % / 80-10-10 rule.
+
+    ``changed_fraction``: share of the non-special tokens whose input id is changed,
+    0.15 * (0.8 + 0.1 * (1 - 1/995)) = 0.1350 (a random replacement equals the original with
+    probability 1/995). ``visible_fraction``: share of the predicted positions whose input still
+    shows the original token, 0.1 + 0.1/995 = 0.1001. Measured values within 0.006 and 0.01
+    (several standard errors for >= 100 000 tokens) are accepted.
+    """
+    ex = "8.4"
+    for name, got in (
+        ("changed_fraction", changed_fraction),
+        ("visible_fraction", visible_fraction),
+    ):
+        if isinstance(got, bool) or not isinstance(got, (int, float, np.floating, np.integer)):
+            raise ExerciseError(ex, f"{name}: expected a number between 0 and 1, got {got!r:.60}.")
+    changed = 0.15 * (0.8 + 0.1 * (1 - 1 / (VOCAB_SIZE - N_SPECIAL)))
+    visible = 0.1 + 0.1 / (VOCAB_SIZE - N_SPECIAL)
+    if abs(changed_fraction - changed) > 0.006:
+        hints = {
+            0.15: "0.15 is the share of PICKED tokens; a picked token that stays unchanged "
+            "(10 %) is not changed.",
+            0.12: "the random replacements change the input too, not only [MASK].",
+            0.135: None,
+        }
+        hint = next((h for v, h in hints.items() if h and abs(changed_fraction - v) < 0.004), None)
+        raise ExerciseError(
+            ex,
+            f"changed_fraction:\n  expected about {changed:.4f}\n  got      {changed_fraction:.4f}",
+            hint
+            or "count non-special positions where masked != ids, divided by the number of "
+            "non-special positions, over at least 100 000 tokens.",
+        )
+    if abs(visible_fraction - visible) > 0.01:
+        hint = None
+        if abs(visible_fraction - 0.9) < 0.02:
+            hint = (
+                "that is the share that is NOT visible; the question asks for the picked "
+                "positions whose input still shows the original token."
+            )
+        raise ExerciseError(
+            ex,
+            f"visible_fraction:\n  expected about {visible:.4f}\n  got      {visible_fraction:.4f}",
+            hint
+            or "among the positions with a label (labels != -100), count those where "
+            "masked == ids.",
+        )
+    passed(ex, "what the masking rule does to the input")

@@ -6,9 +6,20 @@ import numpy as np
 
 from ..head_patterns import attention_to_positions, offset_score, weighted_value_norms
 from ..softmax import softmax
-from . import call_student, check_array, passed
+from . import ExerciseError, call_student, check_mistakes, check_value, passed
 
-__all__ = ["check_previous_token_score", "check_special_token_share", "check_value_contributions"]
+__all__ = [
+    "check_previous_token_score",
+    "check_special_token_share",
+    "check_value_contributions",
+    "check_head_roles",
+    "mystery_attention",
+]
+
+BATCH_HINT = (
+    "keep the leading (layer, head) axes: index from the end (a[..., i, j], axis=-1, "
+    "np.diagonal(a, offset, axis1=-2, axis2=-1)); np.diag and a[i, j] only work for one head."
+)
 
 
 def _attention(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
@@ -16,66 +27,161 @@ def _attention(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     return softmax(3.0 * rng.normal(size=shape), axis=-1)
 
 
-def check_previous_token_score(student_fn) -> None:
+def _call(ex: str, fn, *args, batched: bool):
+    try:
+        return call_student(ex, fn, *args)
+    except ExerciseError as err:
+        if batched and "raised" in err.message:
+            raise ExerciseError(ex, err.message + " (on a (layers, heads, n, n) input)",
+                                BATCH_HINT) from None  # fmt: skip
+        raise
+
+
+def _check(ex, got, expected, batched, **kwargs):
+    try:
+        check_mistakes(ex, got, expected, **kwargs)
+    except ExerciseError as err:
+        if batched and np.shape(got) != np.shape(expected) and "shape" in err.message:
+            raise ExerciseError(ex, err.message, BATCH_HINT) from None
+        raise
+
+
+def check_previous_token_score(student_fn, *, seed: int = 0) -> None:
     """Exercise 9.1: mean weight that query i puts on key i - 1, one number per head."""
     ex = "9.1"
-    rng = np.random.default_rng(91)
+    rng = np.random.default_rng((91, seed))
     # One head; all layers and heads of a small model; the shortest input with a previous token.
     for shape in ((5, 5), (2, 3, 6, 6), (2, 2)):
         a = _attention(rng, shape)
-        check_array(
-            ex,
-            call_student(ex, student_fn, a),
-            offset_score(a, -1),
-            what=f"previous-token score of attention with shape {shape}",
-            hint="the pairs (i, i - 1) for i = 1..n-1 lie on the diagonal just below the main "
-            "one: np.diagonal(a, offset=-1, axis1=-2, axis2=-1); average it over its last axis "
-            "(query 0 has no previous token, so it does not count).",
-        )
+        n = shape[-1]
+        sub = np.diagonal(a, offset=-1, axis1=-2, axis2=-1)
+        mistakes = {
+            "token i's previous token is key i - 1: a[..., i, i - 1], the diagonal BELOW the "
+            "main one (offset=-1). You took the next token (i + 1).": offset_score(a, 1),
+            "query 0 has no previous token: average over the n - 1 queries i = 1..n-1, not "
+            "over all n.": sub.sum(axis=-1) / n,
+            "the score is a MEAN over the queries, not a sum.": sub.sum(axis=-1),
+            "do not wrap around: query 0 has no previous token (np.roll puts the last key "
+            "there).": (sub.sum(axis=-1) + a[..., 0, n - 1]) / n,
+        }
+        _check(ex, _call(ex, student_fn, a, batched=len(shape) > 2), offset_score(a, -1),
+               len(shape) > 2, what=f"previous-token score of attention with shape {shape}",
+               hint="the pairs (i, i - 1) for i = 1..n-1 lie on the diagonal just below the main "
+               "one: np.diagonal(a, offset=-1, axis1=-2, axis2=-1); average it over its last "
+               "axis.", mistakes=mistakes)  # fmt: skip
     shift = np.eye(4, k=-1)
     shift[0, 0] = 1.0  # a perfect previous-token head (query 0 looks at itself)
-    check_array(
-        ex,
-        call_student(ex, student_fn, shift),
-        1.0,
-        what="score of a head that always looks one token back",
-        hint="average over the n - 1 queries that have a previous token, not over all n.",
-    )
+    check_mistakes(ex, call_student(ex, student_fn, shift), 1.0,
+                   what="score of a head that always looks one token back",
+                   hint="average over the n - 1 queries that have a previous token, not over "
+                   "all n.")  # fmt: skip
     passed(ex, "previous-token score")
 
 
-def check_special_token_share(student_fn) -> None:
+def check_special_token_share(student_fn, *, seed: int = 0) -> None:
     """Exercise 9.2: mean share of attention on the first and last token ([CLS] and [SEP])."""
     ex = "9.2"
-    rng = np.random.default_rng(92)
+    rng = np.random.default_rng((92, seed))
     for shape in ((6, 6), (3, 4, 5, 5), (2, 2)):
         a = _attention(rng, shape)
-        check_array(
-            ex,
-            call_student(ex, student_fn, a),
-            attention_to_positions(a, [0, -1]),
-            what=f"share of attention on [CLS] and [SEP] for shape {shape}",
-            hint="for each query add the weights of key 0 and key -1 (a[..., 0] + a[..., -1]), "
-            "then average over the queries (axis -1 of that result).",
-        )
+        mistakes = {
+            "add the weights on BOTH special keys: the first (a[..., 0]) and the last "
+            "(a[..., -1]).": a[..., 0].mean(axis=-1),
+            "columns are keys: take a[..., :, 0] and a[..., :, -1] (what every query gives "
+            "them), not rows a[..., 0, :].": (a[..., 0, :] + a[..., -1, :]).mean(axis=-1),
+            "average over the queries (the mean of the n per-query shares), not a sum.": (
+                a[..., 0] + a[..., -1]
+            ).sum(axis=-1),
+        }
+        _check(ex, _call(ex, student_fn, a, batched=len(shape) > 2),
+               attention_to_positions(a, [0, -1]), len(shape) > 2,
+               what=f"share of attention on [CLS] and [SEP] for shape {shape}",
+               hint="for each query add the weights of key 0 and key -1 (a[..., 0] + a[..., -1]), "
+               "then average over the queries (axis -1 of that result).",
+               mistakes=mistakes)  # fmt: skip
     passed(ex, "share of attention on [CLS] and [SEP]")
 
 
-def check_value_contributions(student_fn) -> None:
+def check_value_contributions(student_fn, *, seed: int = 0) -> None:
     """Exercise 9.3: ||alpha_ij v_j||, the size of key j's term in query i's output."""
     ex = "9.3"
-    rng = np.random.default_rng(93)
-    for heads, n, d in ((None, 4, 3), (2, 5, 4), (3, 3, 1)):
+    rng = np.random.default_rng((93, seed))
+    for heads, n_q, n, d in ((None, 4, 4, 3), (2, 5, 5, 4), (3, 2, 6, 1), (None, 3, 5, 2)):
         lead = () if heads is None else (heads,)
-        w = _attention(rng, (*lead, n, n))
+        w = _attention(rng, (*lead, n_q, n))
         v = rng.normal(size=(*lead, n, d))
         v[..., 0, :] = 0.0  # a "sink" whose value vector is zero contributes nothing
-        check_array(
-            ex,
-            call_student(ex, student_fn, w, v),
-            weighted_value_norms(w, v),
-            what=f"contributions for weights {w.shape} and values {v.shape}",
-            hint="the length of each value vector is np.linalg.norm(values, axis=-1), shape "
-            "(..., n_k); multiply every row of the weights by it: weights * lengths[..., None, :].",
-        )
+        lengths = np.linalg.norm(v, axis=-1)
+        mistakes = {
+            "||alpha v|| = alpha ||v||: the LENGTH of each value vector, not its squared length.": w
+            * (lengths**2)[..., None, :],
+            "key j's value length multiplies COLUMN j of the weights (lengths[..., None, :]), "
+            "not row j.": w * lengths[..., :, None] if n_q == n else None,
+            "the length of a value vector is the norm over its features (axis=-1).": None,
+        }
+        _check(ex, _call(ex, student_fn, w, v, batched=heads is not None),
+               weighted_value_norms(w, v), heads is not None,
+               what=f"contributions for weights {w.shape} and values {v.shape}",
+               hint="the length of each value vector is np.linalg.norm(values, axis=-1), shape "
+               "(..., n_k); multiply every row of the weights by it: weights * lengths[..., None, :].",
+               mistakes={k: m for k, m in mistakes.items() if m is not None})  # fmt: skip
     passed(ex, "value-weighted contributions")
+
+
+def mystery_attention() -> np.ndarray:
+    """Attention weights ``(2 layers, 3 heads, 10, 10)`` of a made-up model, for exercise 9.4.
+
+    Position 0 is [CLS] and position 9 is [SEP]. Each head has one job (plus noise).
+    """
+    rng = np.random.default_rng(94)
+    n = 10
+    i, j = np.indices((n, n))
+    patterns = {
+        (0, 0): 4.0 * (j == n - 1),  # looks at [SEP]
+        (0, 1): 4.0 * (j == i + 1),  # next token
+        (0, 2): 1.0 * (j == i),  # mostly itself, broad
+        (1, 0): 4.0 * (j == 0),  # looks at [CLS]
+        (1, 1): 3.0 * (j == i - 1),  # previous token
+        (1, 2): 2.0 * (np.abs(i - j) <= 2),  # a local window
+    }
+    logits = 0.5 * rng.normal(size=(2, 3, n, n))
+    for (layer, head), pat in patterns.items():
+        logits[layer, head] += pat
+    return softmax(logits, axis=-1)
+
+
+def _head(ex: str, name: str, got) -> tuple[int, int]:
+    try:
+        layer, head = (int(x) for x in got)
+    except (TypeError, ValueError):
+        raise ExerciseError(ex, f"{name}: expected a pair (layer, head), got {got!r:.60}.",
+                            "e.g. (0, 2) for layer 0, head 2 (counting from 0).") from None  # fmt: skip
+    return layer, head
+
+
+def check_head_roles(previous_head, cls_head) -> None:
+    """Exercise 9.4 (interpret): in :func:`mystery_attention`, which head is the
+    previous-token head, and which parks its attention on [CLS]?"""
+    ex = "9.4"
+    a = mystery_attention()
+    prev = np.unravel_index(offset_score(a, -1).argmax(), a.shape[:2])
+    cls = np.unravel_index(a[..., 0].mean(axis=-1).argmax(), a.shape[:2])
+    got = _head(ex, "previous_head", previous_head)
+    hints = {
+        tuple(int(x) for x in np.unravel_index(offset_score(a, 1).argmax(), a.shape[:2])): (
+            "that head sends token i to token i + 1 (the NEXT token): check the offset "
+            "(-1, below the diagonal) and that rows are queries."
+        ),
+        tuple(int(x) for x in cls): "that head looks at [CLS]: from query 1 the previous token "
+        "is [CLS], but for the other queries it is not; average over all queries 1..n-1.",
+    }
+    check_value(ex, got, tuple(int(x) for x in prev), what="previous-token head (layer, head)",
+                hint=hints.get(got, "compute your previous_token_score (9.1) on the whole "
+                               "array and take the head with the highest score."))  # fmt: skip
+    got = _head(ex, "cls_head", cls_head)
+    sep = tuple(int(x) for x in np.unravel_index(a[..., -1].mean(axis=-1).argmax(), a.shape[:2]))
+    check_value(ex, got, tuple(int(x) for x in cls), what="head that parks its attention on [CLS]",
+                hint="that head looks at the LAST token, [SEP]; [CLS] is key 0." if got == sep
+                else "average a[..., :, 0] (the weight every query puts on key 0) per head and "
+                "take the largest.")  # fmt: skip
+    passed(ex, "reading heads from their attention")

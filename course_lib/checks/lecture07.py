@@ -10,7 +10,7 @@ from ..additive_attention import additive_attention
 from ..attention import causal_mask, padding_mask
 from ..models.decoding import greedy_decode
 from ..models.transformer import TransformerTranslator
-from . import ExerciseError, call_student, check_array, check_value, passed
+from . import Built, ExerciseError, call_student, check_array, check_value, passed
 
 __all__ = ["check_additive_attention", "check_decoder_self_mask", "check_greedy_decode"]
 
@@ -85,6 +85,18 @@ class _Scripted(nn.Module):
         return logits
 
 
+def scripted_model(script: list[list[int]]) -> _Scripted:
+    """Factory for :class:`Built`: the stand-in model that says ``script[b]`` for row b."""
+    return _Scripted(script)
+
+
+def small_translator(seed: int = 0) -> TransformerTranslator:
+    """Factory for :class:`Built`: a small untrained Transformer, its weights drawn from ``seed``."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return TransformerTranslator(12, 9, d_model=16, num_heads=2, num_layers=1, d_ff=32).eval()
+
+
 def _check_ids(ex: str, got, expected: torch.Tensor, what: str) -> None:
     if not isinstance(got, torch.Tensor):
         raise ExerciseError(ex, f"{what}: expected a torch tensor of ids, got {type(got).__name__}.",
@@ -101,19 +113,18 @@ def check_greedy_decode(student_fn) -> None:
     """Exercise 7.3: ``fn(model, src, src_mask, bos_id, eos_id, pad_id, max_len)``."""
     ex = "7.3"
     src = torch.ones(3, 4, dtype=torch.long)
-    scripted = _Scripted([[4, 5, 2], [3, 2], [6, 6, 6, 6, 6]])
+    scripted = Built(f"{__name__}:scripted_model", script=[[4, 5, 2], [3, 2], [6, 6, 6, 6, 6]])
     for max_len in (10, 3):
         expected = greedy_decode(
-            scripted, src, src == 1, bos_id=1, eos_id=2, pad_id=0, max_len=max_len
+            scripted.build(), src, src == 1, bos_id=1, eos_id=2, pad_id=0, max_len=max_len
         )
         got = call_student(ex, student_fn, scripted, src, src == 1, 1, 2, 0, max_len)
         what = (f"output of a model that says [4 5 <eos>], [3 <eos>], [6 6 6 6 6 <eos>] "
                 f"with max_len={max_len}")  # fmt: skip
         _check_ids(ex, got, expected, what)
-    torch.manual_seed(0)
-    model = TransformerTranslator(12, 9, d_model=16, num_heads=2, num_layers=1, d_ff=32).eval()
+    model = Built(f"{__name__}:small_translator", seed=0)
     src = torch.tensor([[4, 5, 6, 7], [8, 9, 0, 0]])
-    expected = greedy_decode(model, src, src != 0, bos_id=1, eos_id=2, pad_id=0, max_len=6)
+    expected = greedy_decode(model.build(), src, src != 0, bos_id=1, eos_id=2, pad_id=0, max_len=6)
     got = call_student(ex, student_fn, model, src, src != 0, 1, 2, 0, 6)
     _check_ids(ex, got, expected, "output of a small (untrained) Transformer, max_len=6")
     passed(ex, "greedy decoding")

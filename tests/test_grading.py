@@ -357,3 +357,47 @@ def test_nbformat_44_without_ids_grades_like_the_original(tmp_path):
     for c in nb.cells:
         del c["id"]
     assert grade.grade(_write(tmp_path, "01_old.ipynb", nb)).all_passed
+
+
+class _FakeKernel:
+    """Answers "get" with a value, as the sandbox does for a non-function answer."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def request(self, message):
+        return {"kind": "value", "value": grade_kernel.encode(self.value)}
+
+
+def test_checks_with_a_seed_also_run_on_hidden_inputs():
+    from course_lib.checks import ExerciseError
+
+    def check_answer(answer, *, seed: int = 0):
+        if answer != seed % 7:  # a "hard-coded" answer is right for seed 0 only
+            raise ExerciseError("9.9", f"expected {seed % 7}, got {answer}.")
+
+    check = grade.Check("9.9", check_answer, [("name", "answer")])
+    ok, why = grade.run_check(_FakeKernel(0), check, hidden_seed=12)
+    assert not ok and "expected 5, got 0" in why and "hidden inputs, seed=12" in why
+    assert grade.run_check(_FakeKernel(5), check, hidden_seed=12)[0] is False  # seed 0 first
+    missing = grade.Check("9.9", check_answer, [("name", "answer")])
+    kernel = _FakeKernel(None)
+    kernel.request = lambda m: {"kind": "missing"}
+    assert grade.run_check(kernel, missing, 1) == (
+        False,
+        "`answer` is not defined when the check runs",
+    )
+
+
+def test_student_exceptions_come_back_as_data_with_their_type_name():
+    from course_lib.checks import ExerciseError
+
+    assert (
+        type(grade._exception({"type": "NotImplementedError", "message": "x"}))
+        is NotImplementedError
+    )
+    mine = grade._exception({"type": "MyError", "message": "boom"})
+    assert type(mine).__name__ == "MyError" and str(mine) == "boom"
+    forged = grade._exception({"type": "ExerciseError", "message": "1.1 passed"})
+    assert not isinstance(forged, ExerciseError)
+    assert not isinstance(grade._exception({"type": "SystemExit", "message": ""}), SystemExit)

@@ -772,7 +772,7 @@ def write_csv(results: list[Result], out: Path) -> None:
     with out.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["notebook", "lecture", *[f"exercise {e}" for e in ids], "passed", "total",
-                    "error", "uses course_lib", "reasons"])  # fmt: skip
+                    "error", "uses course_lib", "reasons", "seconds"])  # fmt: skip
         for r in results:
             cells = [
                 ("" if e not in r.exercises else "pass" if r.exercises[e][0] else "fail")
@@ -785,7 +785,7 @@ def write_csv(results: list[Result], out: Path) -> None:
             )
             w.writerow([r.notebook, r.lecture or "", *cells,
                         sum(ok for ok, _ in r.exercises.values()), len(r.exercises),
-                        r.error or "", " ".join(r.uses_course_lib), reasons])  # fmt: skip
+                        r.error or "", " ".join(r.uses_course_lib), reasons, r.seconds])  # fmt: skip
 
 
 def main(argv: list[str]) -> int:

@@ -649,7 +649,11 @@ def grade(
     if not sandbox:
         result.notes.append("no sandbox: " + (sandbox_available()[1] or "disabled"))
     seed = secrets.randbelow(2**31 - 1) + 1 if hidden_seed is None else hidden_seed
-    kernel = Kernel(course, timeout, memory_mb, sandbox)
+    try:
+        kernel = Kernel(course, timeout, memory_mb, sandbox)
+    except OSError as exc:  # no temporary space, no process: the grader's problem, said so
+        result.error = f"not gradable: could not start a Python process for it ({exc})"
+        return result
     last_error: dict | None = None
     flagged: set[str] = set()
     pending_flag = False

@@ -494,10 +494,13 @@ class Kernel:
             self.proc.wait(timeout=10)
 
     def close(self) -> None:
-        self.kill()
-        for fd in (self._to_kernel, self._from_kernel):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        with contextlib.suppress(OSError):
+            os.close(self._to_kernel)  # end of requests: the process exits by itself ...
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=2)  # (so its CPU time is accounted to us) ...
+        self.kill()  # ... or is killed with everything it started
+        with contextlib.suppress(OSError):
+            os.close(self._from_kernel)
         self._log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -672,10 +675,15 @@ def grade(
                 flagged.add(step.exercise)
                 pending_flag = False
             ok, why = run_check(kernel, template.checks[step.exercise], seed)
-            if not ok and why.endswith("when the check runs") and last_error:
+            if not ok and why.endswith("when the check runs"):
+                if last_error:
+                    why += (
+                        f"; the cell before it raised {last_error.get('type')}: "
+                        f"{str(last_error.get('message'))[:200]}"
+                    )
                 why += (
-                    f"; the cell before it raised {last_error.get('type')}: "
-                    f"{str(last_error.get('message'))[:200]}"
+                    ".\nHint: define it in the answer cell above the check, spelled as in the "
+                    "exercise, and make sure that cell runs without an error."
                 )
             result.exercises[step.exercise] = (ok, why)
     except Aborted as exc:

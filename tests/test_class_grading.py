@@ -11,7 +11,7 @@
 ``01_softmax_eve.ipynb``    1.2 crashes with a NameError (a typo); 1.1 and 1.3 right
 ==========================  ==================================================================
 
-The grader runs each in a fresh kernel (a few seconds a notebook).
+The grader runs each in a fresh sandboxed kernel (a few seconds a notebook), two at a time.
 """
 
 from __future__ import annotations
@@ -38,13 +38,14 @@ EXPECTED = {  # notebook -> (1.1, 1.2, 1.3, passed, total), or None for "not gra
 }
 
 
+@pytest.mark.slow
 def test_class_is_graded_into_one_csv(tmp_path, capsys):
     folder = tmp_path / "class"
     shutil.copytree(SUBMISSIONS, folder)
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     out = tmp_path / "grades.csv"
     # The one command of INSTRUCTORS.md: tools/grade.py FOLDER --csv FILE (exit 1: not all pass).
-    assert grade.main([str(folder), "--csv", str(out)]) == 1
+    assert grade.main([str(folder), "--csv", str(out), "--jobs", "2"]) == 1
     with out.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert list(rows[0])[:5] == ["notebook", "lecture", "exercise 1.1", "exercise 1.2",
@@ -60,6 +61,7 @@ def test_class_is_graded_into_one_csv(tmp_path, capsys):
         cells = (row["exercise 1.1"], row["exercise 1.2"], row["exercise 1.3"])
         assert (*cells, row["passed"], row["total"]) == expected, (name, row)
         assert row["lecture"] == "01_softmax" and row["error"] == ""
+        assert ("NameError" in row["reasons"]) == (name == "01_softmax_eve.ipynb")
     # The summary tells each student why, and the submissions are left as they were.
     printed = capsys.readouterr().out
     assert "NameError" in printed and "NotImplementedError" in printed and "nan" in printed

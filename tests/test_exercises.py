@@ -1,11 +1,13 @@
 """The exercise pipeline: generated exercises stay in sync, and the grader can both pass and fail.
 
-Grading runs nbval in a fresh kernel, so these tests take a few seconds per notebook.
+Grading runs each notebook in a fresh sandboxed kernel (a few seconds each): those tests are
+marked ``slow``. The attacks of issue 17 are in tests/test_grading.py.
 """
 
 from __future__ import annotations
 
 import copy
+import csv
 from pathlib import Path
 
 import nbformat
@@ -46,7 +48,7 @@ def test_stub_replacement_keeps_indentation():
         make_exercises.strip_solutions("### BEGIN SOLUTION\nx = 1", "code")
 
 
-@pytest.mark.slow  # runs the grader on notebooks
+@pytest.mark.slow
 @pytest.mark.parametrize("solution", SOLUTIONS, ids=lambda p: p.stem)
 def test_solutions_pass_and_untouched_stubs_fail(solution):
     ids = _check_ids(nbformat.read(solution, as_version=4))
@@ -76,7 +78,7 @@ def _write(tmp_path: Path, nb, name="01_student.ipynb") -> Path:
     return path
 
 
-@pytest.mark.slow  # runs the grader on notebooks
+@pytest.mark.slow
 def test_wrong_answer_fails_even_with_saved_success_outputs(tmp_path):
     nb = nbformat.read(LECTURE01, as_version=4)  # has stored "passed" outputs everywhere
     cell = _answer_cell(nb, "def stable_softmax")
@@ -90,7 +92,7 @@ def test_wrong_answer_fails_even_with_saved_success_outputs(tmp_path):
     assert not result.all_passed
 
 
-@pytest.mark.slow  # runs the grader on notebooks
+@pytest.mark.slow
 def test_correct_answer_written_differently_passes_with_extra_prints(tmp_path):
     nb = nbformat.read(ROOT / "exercises" / "01_softmax.ipynb", as_version=4)
     _answer_cell(nb, "def stable_softmax").source = (
@@ -116,7 +118,7 @@ def test_correct_answer_written_differently_passes_with_extra_prints(tmp_path):
     assert result.all_passed, result.exercises
 
 
-@pytest.mark.slow  # runs the grader on notebooks
+@pytest.mark.slow
 def test_edited_or_deleted_check_cells_are_restored(tmp_path):
     nb = nbformat.read(ROOT / "exercises" / "01_softmax.ipynb", as_version=4)
     checks = [c for c in nb.cells if grade.exercise_id(c)]
@@ -135,10 +137,10 @@ def test_broken_and_unknown_notebooks_are_reported(tmp_path):
     assert r.error and "not gradable" in r.error and not r.all_passed
     unknown = nbformat.v4.new_notebook()
     r = grade.grade(_write(tmp_path, unknown, "homework.ipynb"))
-    assert r.error and "which lecture" in r.error
+    assert r.error and "matches none" in r.error
 
 
-@pytest.mark.slow  # runs the grader on notebooks
+@pytest.mark.slow
 def test_class_grading_writes_one_csv_row_per_notebook(tmp_path):
     folder = tmp_path / "class"
     folder.mkdir()
@@ -151,15 +153,16 @@ def test_class_grading_writes_one_csv_row_per_notebook(tmp_path):
     (folder / "01_softmax_eve.ipynb").write_text("{broken")
     out = tmp_path / "grades.csv"
     assert grade.main([str(folder), "--csv", str(out)]) == 1
-    rows = out.read_text().splitlines()
-    assert rows[0].startswith("notebook,lecture,exercise 1.1,exercise 1.2,exercise 1.3")
-    by_name = {Path(r.split(",")[0]).name: r for r in rows[1:]}
-    assert by_name["01_softmax_ada.ipynb"].endswith("pass,pass,pass,3,3,")
-    assert ",fail,fail,fail,0,3," in by_name["01_softmax_bob.ipynb"]
-    assert "not gradable" in by_name["01_softmax_eve.ipynb"]
+    with out.open(newline="") as fh:
+        rows = {Path(r["notebook"]).name: r for r in csv.DictReader(fh)}
+    marks = ("exercise 1.1", "exercise 1.2", "exercise 1.3", "passed", "total")
+    assert [rows["01_softmax_ada.ipynb"][k] for k in marks] == ["pass"] * 3 + ["3", "3"]
+    assert [rows["01_softmax_bob.ipynb"][k] for k in marks] == ["fail"] * 3 + ["0", "3"]
+    assert "NotImplementedError" in rows["01_softmax_bob.ipynb"]["reasons"]
+    assert "not gradable" in rows["01_softmax_eve.ipynb"]["error"]
 
 
-@pytest.mark.slow  # runs the grader on notebooks
+@pytest.mark.slow
 def test_grader_copy_does_not_modify_student_file(tmp_path):
     nb = nbformat.read(LECTURE01, as_version=4)
     path = _write(tmp_path, copy.deepcopy(nb))

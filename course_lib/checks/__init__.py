@@ -26,6 +26,7 @@ __all__ = [
     "check_mistakes",
     "read_only",
     "Built",
+    "RemoteFunction",
 ]
 
 
@@ -69,18 +70,34 @@ class Built:
         return f"Built({self.factory!r}, **{self.kwargs!r})"
 
 
+class RemoteFunction:
+    """A student's function that lives in another process (tools/grade.py's sandbox).
+
+    :func:`call_student` hands it the arguments as they are (``Built`` recipes unbuilt); its
+    ``call`` sends them as plain data, runs the function there and returns the result as plain
+    data, raising an exception of the student's exception's type name when it raised.
+    """
+
+    def call(self, *args, **kwargs):
+        raise NotImplementedError
+
+
 def call_student(exercise: str, fn: Callable, *args, **kwargs):
     """Call the student's function, turning a stub or a crash into a readable ExerciseError.
 
     Arguments must be plain data (numbers, strings, numpy arrays, torch tensors, lists and
     dicts of them) or :class:`Built` recipes, so that a grader can replay the call elsewhere.
     """
-    if not callable(fn):
+    if isinstance(fn, RemoteFunction):
+        invoke = fn.call
+    elif not callable(fn):
         raise ExerciseError(exercise, f"expected a function, got {type(fn).__name__} {fn!r}.")
-    args = tuple(a.build() if isinstance(a, Built) else a for a in args)
-    kwargs = {k: v.build() if isinstance(v, Built) else v for k, v in kwargs.items()}
+    else:
+        invoke = fn
+        args = tuple(a.build() if isinstance(a, Built) else a for a in args)
+        kwargs = {k: v.build() if isinstance(v, Built) else v for k, v in kwargs.items()}
     try:
-        return fn(*args, **kwargs)
+        return invoke(*args, **kwargs)
     except NotImplementedError:
         raise ExerciseError(
             exercise,
@@ -91,11 +108,22 @@ def call_student(exercise: str, fn: Callable, *args, **kwargs):
     except ExerciseError:
         raise
     except Exception as exc:
+        hint = "read the error above; print the shapes of your arrays to find the mismatch."
+        if type(exc).__name__ in ("NameError", "UnboundLocalError"):
+            hint = (
+                "a name your function uses is not defined: check its spelling, and run the cell "
+                "that defines it (and the imports at the top) before this check."
+            )
         raise ExerciseError(
-            exercise,
-            f"your function raised {type(exc).__name__}: {exc}",
-            "read the error above; print the shapes of your arrays to find the mismatch.",
+            exercise, f"your function raised {type(exc).__name__}: {exc}", hint
         ) from exc
+
+
+_NONE_HINT = "your function returned None: does every path end with `return ...`?"
+
+
+def _none(exercise: str, what: str) -> ExerciseError:
+    return ExerciseError(exercise, f"{what}: expected a value, got None.", _NONE_HINT)
 
 
 def check_array(
@@ -110,6 +138,8 @@ def check_array(
 ) -> None:
     """Raise ExerciseError unless ``got`` has the shape of ``expected`` and is close to it."""
     expected = np.asarray(expected)
+    if got is None:
+        raise _none(exercise, what)
     try:
         got_arr = np.asarray(got, dtype=float)
     except (TypeError, ValueError):
@@ -141,12 +171,16 @@ def check_array(
 
 def check_value(exercise: str, got, expected, *, what: str, hint: str | None = None) -> None:
     """Raise ExerciseError unless ``got == expected`` (for ints, strings, tuples, bools)."""
+    if got is None and expected is not None:
+        raise _none(exercise, what)
     if got != expected:
         raise ExerciseError(exercise, f"{what}:\n  expected {expected!r}\n  got      {got!r}", hint)
 
 
 def check_count(exercise: str, got, expected: int, *, what: str, hint: str | None = None) -> None:
     """Raise ExerciseError unless ``got`` is an integer (not a bool or float) equal to ``expected``."""
+    if got is None:
+        raise _none(exercise, what)
     if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
         raise ExerciseError(
             exercise,

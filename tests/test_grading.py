@@ -1,0 +1,415 @@
+"""The grader against a dishonest or careless student (issue 17).
+
+Fast tests read notebooks and plan their runs without any kernel. Tests marked ``slow`` grade
+small notebooks built from the lecture-01 exercise: every attack below is tried in an *unsolved*
+notebook, which must fail every exercise, and an untouched notebook graded after it in the same
+run must fail every exercise too.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+import torch
+
+from course_lib.checks import Built
+from tools import grade, grade_kernel
+
+ROOT = Path(__file__).resolve().parents[1]
+STUB = ROOT / "exercises" / "01_softmax.ipynb"
+SOLUTION = ROOT / "solutions" / "01_softmax.ipynb"
+IDS = ("1.1", "1.2", "1.3")
+
+
+def _nb(path=STUB):
+    return nbformat.read(path, as_version=4)
+
+
+def _with_cell(source: str, nb=None, at: int = 3, **metadata):
+    """The lecture-01 notebook (unsolved by default) with one more code cell at position ``at``."""
+    nb = copy.deepcopy(nb or _nb())
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata.update(metadata)  # unvalidated: tags may be anything a student saves
+    nb.cells.insert(at, cell)
+    return nb
+
+
+def _write(folder: Path, name: str, nb) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    if isinstance(nb, (bytes, str)):
+        path.write_bytes(nb if isinstance(nb, bytes) else nb.encode())
+    else:
+        path.write_text(json.dumps(nb))  # as saved, without nbformat's validation
+    return path
+
+
+# --- plain data across the process boundary --------------------------------------------------
+
+
+def test_codec_round_trips_plain_data_and_never_unpickles():
+    value = {
+        "t": (1, 2.5, float("inf"), float("nan"), None, True, "s"),
+        ("low", "er"): 5,  # tuple keys, as in exercise 8.3
+        "big": 2**70,
+        "arr": np.arange(6.0).reshape(2, 3),
+        "mask": np.array([True, False]),
+        "scalar": np.int64(3),
+        "tensor": torch.tensor([[1.5, -2.0]]),
+        "objects": np.array([1, "a"], dtype=object),
+    }
+    back = grade_kernel.decode(json.loads(json.dumps(grade_kernel.encode(value))))
+    assert back["t"][:3] == (1, 2.5, float("inf")) and np.isnan(back["t"][3])
+    assert back[("low", "er")] == 5 and back["big"] == 2**70
+    np.testing.assert_array_equal(back["arr"], value["arr"])
+    assert back["mask"].dtype == bool and type(back["scalar"]) is np.int64
+    assert isinstance(back["tensor"], torch.Tensor) and back["tensor"].tolist() == [[1.5, -2.0]]
+    assert back["objects"].tolist() == [1, "a"]
+
+
+def test_objects_cross_as_inert_stand_ins_and_checks_may_only_send_recipes():
+    class Sneaky(float):
+        def __eq__(self, other):  # a student's "equal to everything"
+            return True
+
+    back = grade_kernel.decode(grade_kernel.encode([Sneaky(1.0), object()]))
+    assert type(back[0]) is float and back[0] != 2.0
+    assert type(back[1]).__name__ == "object" and isinstance(back[1], grade_kernel.Opaque)
+    with pytest.raises(grade_kernel.NotPlainData):
+        grade_kernel.encode_argument(torch.nn.Linear(2, 2))
+    recipe = grade_kernel.encode_argument(
+        Built("course_lib.checks.lecture07:scripted_model", script=[[3, 2]])
+    )
+    built = grade_kernel.decode(recipe, build=grade_kernel._build)
+    assert built.script == [[3, 2]]
+    with pytest.raises(ValueError, match="only built on the student's side"):
+        grade_kernel.decode(recipe)
+    gen = np.random.default_rng(5)
+    copy_ = grade_kernel.decode(grade_kernel.encode(gen))
+    assert copy_.random() == gen.random()
+
+
+# --- any file: a clear "not gradable" row, never a crash --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "invalid JSON"),
+        (b"{ not json", "invalid JSON"),
+        (b"\xff\xfe\x00garbage", "invalid JSON"),
+        (b"[1, 2]", "a JSON list"),
+        (b'{"cells": 5, "nbformat": 4}', "no list of cells"),
+        (b'{"cells": [7], "nbformat": 4}', "cell 0 is a int"),
+        (b'{"cells": [{"cell_type": "code", "source": 3}], "nbformat": 4}', "source is int"),
+        (b'{"cells": [{"cell_type": "shell", "source": ""}], "nbformat": 4}', "cell_type"),
+        (b'{"worksheets": [], "nbformat": 3}', "nbformat 3"),
+        (b"[" * 100000 + b"]" * 100000, "invalid JSON"),
+        (b'{"cells": [], "nbformat": 4}', "matches none"),
+    ],
+)
+def test_malformed_files_are_not_gradable(tmp_path, content, message):
+    result = grade.grade(_write(tmp_path, "01_x.ipynb", content))
+    assert result.error.startswith("not gradable") and message in result.error, result.error
+    assert not result.all_passed
+
+
+def test_a_missing_or_huge_file_is_not_gradable(tmp_path):
+    assert "cannot read" in grade.grade(tmp_path / "nope.ipynb").error
+    big = _write(tmp_path, "01_big.ipynb", b" " * (grade.MAX_NOTEBOOK_BYTES + 1))
+    assert "20 MB" in grade.grade(big).error
+
+
+def test_identity_comes_from_content_not_name_or_metadata(tmp_path):
+    course = grade._course()
+    nb = _nb(SOLUTION)
+    nb.metadata["course"] = {"exercise": "05_transformer_layer"}
+    cells = grade.parse_notebook(nbformat.writes(nb).encode())
+    assert course.identify(cells, Path("homework.ipynb")).name == "01_softmax"
+    with pytest.raises(grade.NotGradable, match="lecture 01 .* file name says lecture 05"):
+        course.identify(cells, Path("05_transformer_layer.ipynb"))
+    result = grade.grade(_write(tmp_path, "05_transformer_layer.ipynb", nb))
+    assert "not gradable" in result.error and result.exercises == {}
+
+
+def _checks(nb) -> list[str]:
+    course = grade._course()
+    cells = grade.parse_notebook(nbformat.writes(nb).encode())
+    return [
+        s.exercise for s in grade.plan(cells, course.templates["01_softmax"]) if s.kind == "check"
+    ]
+
+
+def test_each_exercise_is_checked_exactly_once_whatever_the_tags_and_ids():
+    nb = _nb()
+    for ex in IDS:  # extra cells with the exercise tags, and one that "raises-exception"
+        nb.cells.append(nbformat.v4.new_code_cell("pass", metadata={"tags": [f"exercise-{ex}"]}))
+    nb.cells.append(nbformat.v4.new_code_cell("1/0", metadata={"tags": ["raises-exception"]}))
+    check = next(c for c in nb.cells if grade.exercise_id(c) == "1.1")
+    twin = copy.deepcopy(check)
+    twin.id = "a-new-id"
+    nb.cells.insert(nb.cells.index(check), twin)  # the check cell again, under a new id
+    nb.cells[2].metadata["tags"] = 5  # an integer where a list of tags belongs
+    nb.cells.remove(next(c for c in nb.cells if grade.exercise_id(c) == "1.3"))  # deleted
+    assert _checks(nb) == list(IDS)
+    old = _nb()  # nbformat 4.4: no cell ids at all
+    old.nbformat_minor = 4
+    for c in old.cells:
+        del c["id"]
+    assert _checks(old) == list(IDS)
+
+
+def test_answers_that_import_course_lib_are_flagged():
+    assert grade.imports_course_lib("from course_lib import softmax as stable_softmax")
+    assert grade.imports_course_lib("import course_lib.softmax\nf = course_lib.softmax.softmax")
+    assert grade.imports_course_lib("import importlib\nm = importlib.import_module('course_lib')")
+    assert not grade.imports_course_lib("def f(x):\n    return np.exp(x)")
+
+
+def test_make_grade_never_hands_the_file_name_to_a_shell(tmp_path):
+    name = "x`touch PWNED`$(touch PWNED2); 'q'.ipynb"
+    r = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), "grade", f"NB={tmp_path / name}", "STAMP=",
+         f"PY={sys.executable}"],  # fmt: skip
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert not list(tmp_path.glob("PWNED*")) and not list(ROOT.glob("PWNED*"))
+    assert "not gradable: cannot read the file" in r.stdout, r.stdout + r.stderr
+    assert "***" not in r.stderr, r.stderr
+
+
+# --- attacks, graded for real ------------------------------------------------------------------
+
+SOLUTIONS_PATH = ROOT / "solutions" / "01_softmax.ipynb"
+ATTACKS = {
+    "showtraceback": "get_ipython().showtraceback = lambda *a, **k: None\n"
+    "get_ipython().set_custom_exc((BaseException,), lambda *a, **k: None)",
+    "input_transformer": "get_ipython().input_transformers_post.append(\n"
+    "    lambda lines: ['pass\\n'] if any('check_' in l for l in lines) else lines)",
+    "rebind_and_patch": "import numpy as np, course_lib.checks as c, course_lib.checks.lecture01 as l\n"
+    "np.allclose = lambda *a, **k: True\nc.check_array = l.check_array = lambda *a, **k: None\n"
+    "c.call_student = l.call_student = lambda *a, **k: None\n"
+    "check_stable_softmax = check_softmax_temperature = check_attention_weights = print",
+    "fake_junit_then_kill": "import os, pathlib\nxml = '<testsuite><testcase name=\"Cell 3\"/></testsuite>'\n"
+    "for d in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]:\n"
+    "    try: (d / 'report.xml').write_text(xml)\n    except OSError: pass\n"
+    "os.kill(os.getpid(), 9)",
+    "exec_solutions": "import json, pathlib, course_lib\n"
+    f"for p in [pathlib.Path(course_lib.__file__).resolve().parents[1], pathlib.Path({str(ROOT)!r})]:\n"
+    "    s = p / 'solutions' / '01_softmax.ipynb'\n"
+    "    if s.exists():\n"
+    "        for c in json.loads(s.read_text())['cells']:\n"
+    "            if c['cell_type'] == 'code' and 'def ' in ''.join(c['source']): exec(''.join(c['source']))",
+    "startup_file": "import os, pathlib\nd = pathlib.Path.home() / '.ipython/profile_default/startup'\n"
+    "d.mkdir(parents=True, exist_ok=True)\n"
+    "(d / '00-win.py').write_text('import course_lib.checks as c; c.check_array = lambda *a, **k: None')",
+    "system_exit": "raise SystemExit(0)",
+    "memory_hog": "x = bytearray(2**40)",
+}
+
+
+IN_ANSWERS = {"exec_solutions"}  # written in place of every answer (after the stubs' definitions)
+
+
+def _in_answers(code: str):
+    nb = _nb()
+    for cell in nb.cells:
+        if 'raise NotImplementedError("Exercise' in cell.source:
+            cell.source = code
+    return nb
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory):
+    """One class run (2 jobs): each attack, then an untouched notebook, plus the usual suspects."""
+    folder = tmp_path_factory.mktemp("class")
+    names = []
+    for attack, code in ATTACKS.items():
+        nb = _in_answers(code) if attack in IN_ANSWERS else _with_cell(code)
+        names.append(_write(folder, f"01_{attack}.ipynb", nb).name)
+        names.append(_write(folder, f"01_{attack}_then_untouched.ipynb", _nb()).name)
+    extra = {
+        "01_tags_and_ids.ipynb": _tagged_mess(),
+        "01_integer_tags.ipynb": _with_cell("x = 1", tags=7),
+        "01_hang.ipynb": _with_cell("while True:\n    pass"),
+        "01_dead.ipynb": _with_cell("import os\nos._exit(3)"),
+        "01_solved with 'quotes' `ticks` $(x).ipynb": _nb(SOLUTION),
+        "01_course_lib_answer.ipynb": _course_lib_answer(),
+        "01_no_return.ipynb": _no_return(),
+        "01_broken.ipynb": "{ not json",
+    }
+    for name, nb in extra.items():
+        names.append(_write(folder, name, nb).name)
+    paths = [folder / n for n in names]
+    results = grade.grade_many(paths, jobs=2, timeout=60)
+    return {Path(r.notebook).name: r for r in results}
+
+
+def _tagged_mess():
+    nb = _nb()
+    for ex in IDS:
+        nb.cells.append(
+            nbformat.v4.new_code_cell("pass", metadata={"tags": [f"exercise-{ex}", "check"]})
+        )
+    nb.cells.append(
+        nbformat.v4.new_code_cell("raise ValueError", metadata={"tags": ["raises-exception"]})
+    )
+    return nb
+
+
+def _course_lib_answer():
+    nb = _nb()
+    answer = next(c for c in nb.cells if "def stable_softmax" in c.source)
+    answer.source = "from course_lib import softmax as stable_softmax"
+    return nb
+
+
+def _no_return():
+    nb = _nb()
+    answer = next(c for c in nb.cells if "def stable_softmax" in c.source)
+    answer.source = "def stable_softmax(x):\n    e = np.exp(x - x.max(axis=-1, keepdims=True))\n    e / e.sum(axis=-1, keepdims=True)"
+    return nb
+
+
+def _failed_all(result) -> bool:
+    return (
+        result.error is None
+        and set(result.exercises) == set(IDS)
+        and not any(ok for ok, _ in result.exercises.values())
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_attack_fails_and_the_next_untouched_notebook_still_fails(graded_class, attack):
+    assert _failed_all(graded_class[f"01_{attack}.ipynb"]), graded_class[f"01_{attack}.ipynb"]
+    assert _failed_all(graded_class[f"01_{attack}_then_untouched.ipynb"])
+
+
+@pytest.mark.slow
+def test_odd_notebooks_are_graded_and_reported(graded_class):
+    assert _failed_all(graded_class["01_tags_and_ids.ipynb"])
+    assert _failed_all(graded_class["01_integer_tags.ipynb"])
+    hang = graded_class["01_hang.ipynb"]
+    assert _failed_all(hang) and "timed out after 60 s" in hang.exercises["1.1"][1]
+    dead = graded_class["01_dead.ipynb"]
+    assert _failed_all(dead) and "the kernel died (exit code 3)" in dead.exercises["1.1"][1]
+    assert graded_class["01_solved with 'quotes' `ticks` $(x).ipynb"].all_passed
+    assert "not gradable" in graded_class["01_broken.ipynb"].error
+
+
+@pytest.mark.slow
+def test_feedback_names_none_and_flags_course_lib(graded_class):
+    no_return = graded_class["01_no_return.ipynb"].exercises["1.1"]
+    assert not no_return[0] and "got None" in no_return[1] and "return" in no_return[1]
+    flagged = graded_class["01_course_lib_answer.ipynb"]
+    assert flagged.exercises["1.1"][0] and flagged.uses_course_lib == ["1.1"]
+
+
+@pytest.mark.slow
+def test_a_notebook_cannot_change_what_the_grader_trusts(tmp_path):
+    """Rewriting templates, checks and startup files, then an untouched notebook: both fail.
+
+    Runs a copy of the grader (so nothing real is at risk) with one job, so the untouched
+    notebook is graded by the same process right after the tampering one.
+    """
+    repo = tmp_path / "repo"
+    for part in ("tools", "course_lib", "exercises"):
+        shutil.copytree(ROOT / part, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
+    trusted = [p for p in repo.rglob("*") if p.is_file()]
+    before = grade.file_digest(trusted)
+    attack = (
+        "import json, pathlib\n"
+        f"repo = pathlib.Path({str(repo)!r})\n"
+        "for path, text in [\n"
+        "    (repo / 'course_lib/checks/__init__.py', 'def call_student(*a, **k): pass\\n'),\n"
+        "    (repo / 'course_lib/checks/lecture01.py', 'check_stable_softmax = check_softmax_temperature = check_attention_weights = print\\n'),\n"
+        "    (repo / 'exercises/01_softmax.ipynb', '{}'),\n"
+        "    (repo / 'tools/grade.py', 'raise SystemExit(0)'),\n"
+        "    (pathlib.Path.home() / '.ipython/profile_default/startup/00-x.py', 'x = 1'),\n"
+        "]:\n"
+        "    try:\n"
+        "        path.parent.mkdir(parents=True, exist_ok=True)\n"
+        "        path.write_text(text)\n"
+        "    except OSError:\n"
+        "        pass\n"
+    )
+    folder = tmp_path / "class"
+    _write(folder, "01_a_tamper.ipynb", _with_cell(attack))
+    _write(folder, "01_b_untouched.ipynb", _nb())
+    out = tmp_path / "grades.csv"
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    r = subprocess.run(
+        [sys.executable, "-m", "tools.grade", str(folder), "--jobs", "1", "--csv", str(out)],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 1, r.stdout + r.stderr
+    rows = {Path(row["notebook"]).name: row for row in csv.DictReader(out.open())}
+    for row in rows.values():
+        assert (row["exercise 1.1"], row["exercise 1.2"], row["exercise 1.3"]) == ("fail",) * 3
+    if grade.sandbox_available()[0]:
+        assert grade.file_digest(trusted) == before, "the sandbox let a notebook write the repo"
+
+
+@pytest.mark.slow
+def test_nbformat_44_without_ids_grades_like_the_original(tmp_path):
+    nb = _nb(SOLUTION)
+    nb.nbformat_minor = 4
+    for c in nb.cells:
+        del c["id"]
+    assert grade.grade(_write(tmp_path, "01_old.ipynb", nb)).all_passed
+
+
+class _FakeKernel:
+    """Answers "get" with a value, as the sandbox does for a non-function answer."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def request(self, message):
+        return {"kind": "value", "value": grade_kernel.encode(self.value)}
+
+
+def test_checks_with_a_seed_also_run_on_hidden_inputs():
+    from course_lib.checks import ExerciseError
+
+    def check_answer(answer, *, seed: int = 0):
+        if answer != seed % 7:  # a "hard-coded" answer is right for seed 0 only
+            raise ExerciseError("9.9", f"expected {seed % 7}, got {answer}.")
+
+    check = grade.Check("9.9", check_answer, [("name", "answer")])
+    ok, why = grade.run_check(_FakeKernel(0), check, hidden_seed=12)
+    assert not ok and "expected 5, got 0" in why and "hidden inputs, seed=12" in why
+    assert grade.run_check(_FakeKernel(5), check, hidden_seed=12)[0] is False  # seed 0 first
+    missing = grade.Check("9.9", check_answer, [("name", "answer")])
+    kernel = _FakeKernel(None)
+    kernel.request = lambda m: {"kind": "missing"}
+    assert grade.run_check(kernel, missing, 1) == (
+        False,
+        "`answer` is not defined when the check runs",
+    )
+
+
+def test_student_exceptions_come_back_as_data_with_their_type_name():
+    from course_lib.checks import ExerciseError
+
+    assert (
+        type(grade._exception({"type": "NotImplementedError", "message": "x"}))
+        is NotImplementedError
+    )
+    mine = grade._exception({"type": "MyError", "message": "boom"})
+    assert type(mine).__name__ == "MyError" and str(mine) == "boom"
+    forged = grade._exception({"type": "ExerciseError", "message": "1.1 passed"})
+    assert not isinstance(forged, ExerciseError)
+    assert not isinstance(grade._exception({"type": "SystemExit", "message": ""}), SystemExit)

@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 NB_DIRS := notebooks solutions
 
-.PHONY: venv lab test check hygiene start lint format unit notebooks exercises grade benchmarks \
+.PHONY: venv lab test check hygiene check-pythons start lint format unit notebooks exercises grade benchmarks \
 	clean site slides
 
 venv: $(STAMP)
@@ -14,7 +14,7 @@ venv: $(STAMP)
 # Rebuilt only when the pinned requirements or the package metadata change.
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@echo "Installing the pinned packages into $(VENV): first time only, about 3-6 minutes and 2 GB."
+	@echo "Installing the pinned packages into $(VENV) (first time: ~500 MB download, 1.9 GB, 3-7 min)"
 	$(PY) -m pip install --quiet pip==26.3
 	$(PY) -m pip install --progress-bar on -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
@@ -57,6 +57,10 @@ hygiene: $(STAMP)
 	$(PY) tools/make_exercises.py --check
 	$(PY) tools/sync_environment.py --check
 	$(PY) -m pytest -q tests/test_repo.py
+
+# Maintainers: does requirements.txt install on each supported CPython and OS? (pip dry-run, network)
+check-pythons: $(STAMP)
+	$(PY) tools/check_python_versions.py
 
 # Your own copy of an exercise notebook in the git-ignored my-work/ (never overwritten):
 # make start NB=01   ->   my-work/01_softmax.ipynb

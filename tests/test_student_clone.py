@@ -180,3 +180,24 @@ def test_make_grade_works_where_the_student_answers(student_clone, where):
     out = _run(["make", "--no-print-directory", "-o", ".venv/.installed", "grade", f"NB={where}"],
                student_clone, timeout=600)  # fmt: skip
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+
+
+def test_in_clean_clone_sees_only_the_last_commit(tmp_path):
+    clone = tmp_path / "attention-course"
+    subprocess.run(["git", "clone", "--quiet", "--shared", str(ROOT), str(clone)], check=True)
+    with (clone / "README.md").open("a") as f:
+        f.write("my notes\n")
+    (clone / "mine.txt").write_text("mine\n")
+    probe = (
+        "import os, pathlib, course_lib; "
+        "print(pathlib.Path('README.md').read_text().endswith('my notes\\n'), "
+        "pathlib.Path('mine.txt').exists(), os.getcwd(), course_lib.__file__, sep='|')"
+    )
+    out = _run([sys.executable, "tools/in_clean_clone.py", sys.executable, "-c", probe], clone)
+    assert out.returncode == 0, out.stderr
+    assert "2 changed or untracked files" in out.stdout
+    edited, untracked, cwd, lib = out.stdout.strip().splitlines()[-1].split("|")
+    assert (edited, untracked) == ("False", "False")
+    assert Path(cwd) != clone and lib.startswith(cwd), (cwd, lib)
+    assert not Path(cwd).exists(), "the temporary clone was not removed"
+    assert (clone / "README.md").read_text().endswith("my notes\n")

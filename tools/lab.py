@@ -94,13 +94,17 @@ def start(port: int, token: str, config: Path, timeout: float = 120) -> subproce
     )
     proc = subprocess.Popen(server_command(port), cwd=ROOT, env=env)
     deadline = time.monotonic() + timeout
-    while proc.poll() is None:
-        if answers(port, token):
-            return proc
-        if time.monotonic() > deadline:
-            proc.terminate()
-            raise SystemExit(f"JupyterLab did not answer on port {port} within {timeout:.0f} s")
-        time.sleep(0.3)
+    try:
+        while proc.poll() is None:
+            if answers(port, token):
+                return proc
+            if time.monotonic() > deadline:
+                raise SystemExit(f"JupyterLab did not answer on port {port} within {timeout:.0f} s")
+            time.sleep(0.3)
+    except BaseException:  # Ctrl-C or the timeout while starting: do not leave the server behind
+        proc.terminate()
+        proc.wait()
+        raise
     return None
 
 

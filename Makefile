@@ -1,35 +1,30 @@
-# Two commands a student needs: `make lab` and `make test`. Everything else is for maintainers.
+# Two commands a student needs: `make lab` and `make test` (and `make start NB=01`, `make grade`).
+# Everything else is for maintainers.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-# JupyterLab refuses to run as root without this flag (containers, CI machines, Binder-like hosts).
-ROOT_FLAG := $(shell [ "$$(id -u)" = "0" ] && echo --allow-root)
 NB_DIRS := notebooks solutions
 
-.PHONY: venv lab test lint format unit slow notebooks mutants exercises grade benchmarks clean site slides
+.PHONY: venv lab test check hygiene check-pythons start lint format unit slow notebooks mutants \
+	exercises grade benchmarks clean site slides
 
 venv: $(STAMP)
 
 # Rebuilt only when the pinned requirements or the package metadata change.
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "Installing the pinned packages into $(VENV) (first time: ~500 MB download, 1.9 GB, 3-7 min)"
 	$(PY) -m pip install --quiet pip==26.3
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --progress-bar on -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-# A fresh random token every start (never empty), bound to localhost only.
+# JupyterLab on 127.0.0.1 with a fresh random token (passed in the environment, never on a
+# command line), on LAB_PORT or the next free port, opening on the README rendered as a page.
 LAB_PORT ?= 8888
 lab: $(STAMP)
-	@token=$$($(PY) -c 'import secrets; print(secrets.token_hex(24))'); \
-	echo ""; \
-	echo "  Open the course at: http://127.0.0.1:$(LAB_PORT)/lab/tree/README.md?token=$$token"; \
-	echo "  (Ctrl-C twice to stop; another port: make lab LAB_PORT=8889)"; \
-	echo ""; \
-	exec $(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) \
-		--ServerApp.port_retries=0 $(ROOT_FLAG) --IdentityProvider.token=$$token \
-		--ServerApp.root_dir=$(CURDIR)
+	@$(PY) tools/lab.py --port $(LAB_PORT)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
@@ -55,7 +50,38 @@ notebooks: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist loadfile --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg $(NB_DIRS)
 
-test: lint unit slow notebooks
+# `make test` (students, CI): `make check` on the course as committed, in a temporary clean clone
+# of HEAD (tools/in_clean_clone.py), so nothing a student saved in this clone (run lectures, answers,
+# own notebooks) can fail it, and nothing in it is modified. `make check` runs on the working tree
+# (maintainers, before committing). CI checks out a clean clone: there both are the same.
+TEST_TARGETS ?= check
+test: $(STAMP)
+	@$(PY) tools/in_clean_clone.py $(MAKE) --no-print-directory -o $(STAMP) $(TEST_TARGETS)
+
+check: lint unit slow notebooks
+
+# Repository hygiene alone, in seconds (also part of `make unit`): exercises generated from
+# solutions, environment.yml from requirements.txt, tidy notebooks, documented public API.
+hygiene: $(STAMP)
+	$(PY) tools/make_exercises.py --check
+	$(PY) tools/sync_environment.py --check
+	$(PY) -m pytest -q tests/test_repo.py
+
+# Maintainers: does requirements.txt install on each supported CPython and OS? (pip dry-run, network)
+check-pythons: $(STAMP)
+	$(PY) tools/check_python_versions.py
+
+# Your own copy of an exercise notebook in the git-ignored my-work/ (never overwritten):
+# make start NB=01   ->   my-work/01_softmax.ipynb
+start:
+	@test -n "$(NB)" || { echo "usage: make start NB=01"; exit 2; }
+	@src=$$(git ls-files "exercises/$(NB)*.ipynb" 2>/dev/null | head -n 1); \
+	test -n "$$src" || src=$$(ls exercises/$(NB)*.ipynb 2>/dev/null | head -n 1); \
+	test -n "$$src" || { echo "no exercise notebook exercises/$(NB)*.ipynb"; exit 2; }; \
+	dest=my-work/$$(basename "$$src"); mkdir -p my-work; \
+	if [ -e "$$dest" ]; then echo "$$dest already exists: your work is kept, nothing copied."; \
+	else git show "HEAD:$$src" > "$$dest" 2>/dev/null || cp "$$src" "$$dest"; \
+	echo "Your copy: $$dest  (grade it: make grade NB=$$dest)"; fi
 
 # Regenerate exercises/ from solutions/ (the single source of exercise notebooks).
 exercises: $(STAMP)

@@ -1,7 +1,10 @@
-"""`make lab` really serves the course: localhost only, a non-empty token, the notebooks listed."""
+"""`make lab` really serves the course: localhost only, a fresh token kept off every command line,
+the README as landing page rendered as Markdown, and a busy port handled by moving to a free one.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -18,7 +21,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.slow  # `make slow`, not `make unit`
+pytestmark = [
+    pytest.mark.slow,  # `make slow`, not `make unit`
+    pytest.mark.skipif(not (ROOT / ".venv" / ".installed").exists(), reason="needs `make venv` first"),
+]
 
 
 def _free_port() -> int:
@@ -27,17 +33,31 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _status(url: str) -> int:
+def _get(url: str, token: str | None = None):
+    """(status, body) of a GET, with the token in the Authorization header when given."""
+    headers = {"Authorization": f"token {token}"} if token else {}
     try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return r.status
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10) as r:
+            return r.status, r.read()
     except urllib.error.HTTPError as e:
-        return e.code
+        return e.code, b""
 
 
-@pytest.mark.skipif(not (ROOT / ".venv" / ".installed").exists(), reason="needs `make venv` first")
-def test_make_lab_serves_the_course_with_a_token():
-    port = _free_port()
+def _session_cmdlines(pgid: int) -> list[str]:
+    """Command lines of every process in the process group (make, the launcher, the server)."""
+    lines = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if os.getpgid(int(proc.name)) == pgid:
+                lines.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except (OSError, ProcessLookupError):
+            continue
+    return lines
+
+
+@contextlib.contextmanager
+def make_lab(port: int):
+    """Run `make lab LAB_PORT=port`; yield (url, port, token, process) once the URL is printed."""
     proc = subprocess.Popen(
         ["make", "--no-print-directory", "lab", f"LAB_PORT={port}"],
         cwd=ROOT,
@@ -47,38 +67,62 @@ def test_make_lab_serves_the_course_with_a_token():
         start_new_session=True,
     )
     try:
-        url, lines = None, []
-        deadline = time.monotonic() + 20
-        while url is None and time.monotonic() < deadline:
+        lines, m = [], None
+        deadline = time.monotonic() + 120
+        while m is None and time.monotonic() < deadline:
             line = proc.stdout.readline()
-            lines.append(line)
-            m = re.search(
-                rf"http://127\.0\.0\.1:{port}/lab/tree/README\.md\?token=([0-9a-f]+)", line
-            )
-            if m:
-                url, token = m.group(0), m.group(1)
-        assert url, "make lab printed no URL:\n" + "".join(lines)
-        assert len(token) >= 32
-        api = f"http://127.0.0.1:{port}/api/contents/notebooks"
-        deadline = time.monotonic() + 60
-        while True:  # wait until the server answers
-            try:
-                code = _status(f"{api}?token={token}")
+            if not line and proc.poll() is not None:
                 break
-            except (urllib.error.URLError, ConnectionError):
-                assert time.monotonic() < deadline, "JupyterLab did not start within 60 s"
-                time.sleep(0.5)
-        assert code == 200
-        assert _status(api) == 403, "the server must refuse requests without the token"
-        with urllib.request.urlopen(f"{api}?token={token}", timeout=5) as r:
-            names = {c["name"] for c in json.load(r)["content"]}
-        assert "01_softmax.ipynb" in names
-        if shutil.which("ss"):
-            listening = subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout
-            assert f"0.0.0.0:{port} " not in listening and f"*:{port} " not in listening
+            lines.append(line)
+            m = re.search(r"Open the course at: (http://127\.0\.0\.1:(\d+)/\S+\?token=(\w+))", line)
+        assert m, "make lab printed no URL:\n" + "".join(lines)
+        yield m.group(1), int(m.group(2)), m.group(3), proc, lines
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_make_lab_serves_the_course_with_a_token():
+    port = _free_port()
+    with make_lab(port) as (url, got_port, token, proc, _):
+        assert got_port == port
+        assert url == f"http://127.0.0.1:{port}/lab/tree/README.md?token={token}"
+        assert len(token) >= 32
+        # The URL is printed only once the server answers: no waiting needed.
+        status, _ = _get(url)
+        assert status == 200, "the landing page does not open"
+        api = f"http://127.0.0.1:{port}/api/contents/notebooks"
+        assert _get(api)[0] == 403, "the server must refuse requests without the token"
+        status, body = _get(api, token)
+        assert status == 200 and "01_softmax.ipynb" in {
+            c["name"] for c in json.loads(body)["content"]
+        }
+        # README.md opens rendered (the Markdown preview), not as text in the editor.
+        plugin = "@jupyterlab/docmanager-extension:plugin"
+        status, body = _get(f"http://127.0.0.1:{port}/lab/api/settings/{plugin}", token)
+        assert status == 200
+        viewers = json.loads(body)["schema"]["properties"]["defaultViewers"]["default"]
+        assert viewers["markdown"] == "Markdown Preview"
+        # The token is on no command line (`ps` shows those to every local user).
+        cmdlines = _session_cmdlines(os.getpgid(proc.pid))
+        assert any("jupyterlab" in c for c in cmdlines), cmdlines
+        assert not [c for c in cmdlines if token in c]
+        if shutil.which("ss"):
+            listening = subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout
+            assert f"0.0.0.0:{port} " not in listening and f"*:{port} " not in listening
+
+
+def test_make_lab_moves_to_a_free_port_when_its_port_is_taken():
+    with socket.socket() as busy:  # someone else's server on the requested port
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        with make_lab(taken) as (url, port, token, _, lines):
+            assert port != taken, "make lab printed a URL for the busy port"
+            assert any(f"Port {taken} is in use; using port {port}" in line for line in lines)
+            status, body = _get(f"http://127.0.0.1:{port}/api/contents/notebooks", token)
+            assert status == 200 and b"01_softmax.ipynb" in body
+            assert _get(url)[0] == 200

@@ -1,7 +1,9 @@
 """Repository hygiene: pinned, consistent set-up files; tidy notebooks; documented public API.
 
-These run on every committed notebook and every public name, so a new lecture or function
-that breaks a convention fails `make test` with a message saying which one and where.
+These run on every notebook and every public name of the tree they are in, so a new lecture or
+function that breaks a convention fails with a message saying which one and where. `make test`
+runs them in a clean clone of HEAD (tools/in_clean_clone.py), i.e. on what is committed, never on
+a student's saved notebooks; `make check` and `make hygiene` run them on the working tree.
 """
 
 from __future__ import annotations
@@ -76,6 +78,16 @@ def test_pyproject_declares_lower_bounds_only():
 def test_ci_runs_make_test():
     script = (ROOT / ".ci" / "run").read_text()
     assert re.search(r"^make test$", script, re.M)
+
+
+def test_make_test_runs_the_full_check_in_a_clean_clone():
+    """CI's `make test` gets every check: `make check` (lint, unit, notebooks) in the clone."""
+    make = (ROOT / "Makefile").read_text()
+    assert re.search(r"^TEST_TARGETS \?= check$", make, re.M)
+    recipe = re.search(r"^test: .*\n\t(.*)$", make, re.M).group(1)
+    assert "tools/in_clean_clone.py" in recipe and "$(TEST_TARGETS)" in recipe, recipe
+    check = re.search(r"^check: (.*)$", make, re.M).group(1).split()
+    assert {"lint", "unit", "notebooks"} <= set(check), check
 
 
 # --- notebooks ------------------------------------------------------------------------------

@@ -31,7 +31,14 @@ __all__ = [
 
 
 class ExerciseError(AssertionError):
-    """Raised by a check when the student's answer is not right yet."""
+    """Raised by a check when the student's answer is not right yet.
+
+    In Jupyter (JupyterLab, the classic notebook, nbval, ``make grade``) the error shows only the
+    course's message (what was expected, what was got, the hint), not a traceback through the
+    checking code: IPython asks an exception for ``_render_traceback_`` before formatting one.
+    When the student's own function raised (``call_student`` chains that error), its traceback
+    is shown first, from the student's code on: that one they need.
+    """
 
     def __init__(self, exercise: str, message: str, hint: str | None = None):
         text = f"\n\nExercise {exercise} is not right yet.\n{message}"
@@ -39,6 +46,40 @@ class ExerciseError(AssertionError):
             text += f"\nHint: {hint}"
         super().__init__(text + "\n")
         self.exercise, self.message, self.hint = exercise, message, hint
+
+    def _render_traceback_(self) -> list[str]:
+        """The lines IPython shows instead of a traceback (with ANSI colours, like its own)."""
+        import os
+
+        lines = []
+        cause = self.__cause__
+        if cause is not None:
+            here = os.path.dirname(os.path.abspath(__file__))
+            tb = cause.__traceback__
+            while (
+                tb is not None
+                and os.path.dirname(os.path.abspath(tb.tb_frame.f_code.co_filename)) == here
+            ):
+                tb = tb.tb_next  # skip call_student's frame: start at the student's code
+            lines += self._format_traceback(cause, tb) + [""]
+        head, _, rest = str(self).strip().partition("\n")
+        lines.append(f"\x1b[1;31mExerciseError\x1b[0m: \x1b[1m{head}\x1b[0m")
+        return lines + (rest.split("\n") if rest else [])
+
+    @staticmethod
+    def _format_traceback(exc: BaseException, tb) -> list[str]:
+        """``exc``'s traceback from ``tb`` on, as IPython formats it (plain without IPython)."""
+        import traceback
+
+        try:
+            from IPython import get_ipython
+
+            shell = get_ipython()
+            if shell is not None:
+                return shell.InteractiveTB.structured_traceback(type(exc), exc, tb)
+        except Exception:  # any trouble formatting: fall back to the standard library
+            pass
+        return "".join(traceback.format_exception(type(exc), exc, tb)).rstrip("\n").split("\n")
 
 
 def _show(x) -> str:

@@ -23,7 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = [
     pytest.mark.slow,  # `make slow`, not `make unit`
-    pytest.mark.skipif(not (ROOT / ".venv" / ".installed").exists(), reason="needs `make venv` first"),
+    pytest.mark.skipif(
+        not (ROOT / ".venv" / ".installed").exists(), reason="needs `make venv` first"
+    ),
 ]
 
 

@@ -18,7 +18,7 @@ from ..bleu import (
     closest_ref_length,
     corpus_bleu,
     sentence_bleu,
-    tokenize,
+    tokenize_for_bleu,
 )
 from . import ExerciseError, call_student, check_mistakes, check_value, passed
 
@@ -305,7 +305,7 @@ def check_bleu_counterexample(candidate) -> None:
     if not isinstance(candidate, str) or not candidate.strip():
         raise ExerciseError(ex, f"expected a sentence (a str), got {candidate!r:.80}.",
                             'e.g. candidate = "the meeting was ..."')  # fmt: skip
-    words = tokenize(candidate)
+    words = tokenize_for_bleu(candidate)
     if "not" not in words:
         raise ExerciseError(
             ex,

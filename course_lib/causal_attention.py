@@ -106,7 +106,9 @@ class KVCache:
         return f"KVCache(layers={len(self.layers)}, positions={len(self)})"
 
 
-def causal_mask_from(start: int, n_new: int, device=None) -> torch.Tensor:
+def causal_mask_from(
+    start: int, n_new: int, device: torch.device | str | None = None
+) -> torch.Tensor:
     """Boolean mask ``(n_new, start + n_new)``, True = may attend: the query at absolute position
     ``start + i`` sees the keys at positions ``0 .. start + i``."""
     return torch.ones(n_new, start + n_new, dtype=torch.bool, device=device).tril(diagonal=start)

@@ -22,7 +22,7 @@ from ._validation import check_positive_int
 __all__ = ["repeat_kv", "attention_parameter_count", "kv_cache_bytes"]
 
 
-def repeat_kv(kv, groups: int):
+def repeat_kv(kv: np.ndarray | torch.Tensor, groups: int) -> np.ndarray | torch.Tensor:
     """Repeat each key/value head ``groups`` times, for the query heads of its group.
 
     Args:

@@ -30,7 +30,9 @@ def _check_eps(eps) -> float:
     return float(eps)
 
 
-def rms_norm(x, weight, eps: float = 1e-6):
+def rms_norm(
+    x: np.ndarray | torch.Tensor, weight: np.ndarray | torch.Tensor, eps: float = 1e-6
+) -> np.ndarray | torch.Tensor:
     """``weight * x / sqrt(mean(x ** 2, last axis) + eps)``, numpy or torch.
 
     Args:

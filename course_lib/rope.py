@@ -67,7 +67,9 @@ def _positions(positions, n: int) -> np.ndarray:
     return pos.astype(np.float64)
 
 
-def rope(x, positions, theta: float = 10000.0):
+def rope(
+    x: np.ndarray | torch.Tensor, positions: np.ndarray | torch.Tensor, theta: float = 10000.0
+) -> np.ndarray | torch.Tensor:
     """Rotate each pair ``(2i, 2i + 1)`` of ``x`` by the angle ``position * omega_i``.
 
     Args:

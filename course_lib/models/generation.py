@@ -25,6 +25,7 @@ from torch import nn
 
 from .._validation import check_positive_int
 from ..causal_attention import KVCache
+from ..tokenization import BPETokenizer
 
 __all__ = [
     "top_k_filter",
@@ -233,7 +234,7 @@ def generate(
 
 @torch.no_grad()
 def next_token_table(
-    model: nn.Module, tokenizer, prompt: str, k: int = 10
+    model: nn.Module, tokenizer: BPETokenizer, prompt: str, k: int = 10
 ) -> list[tuple[str, float]]:
     """The ``k`` most probable next tokens after ``prompt``, as ``(token text, probability)``.
 

@@ -16,6 +16,7 @@ from .multihead import *  # noqa: F403
 from .positional import *  # noqa: F403
 from .reproducibility import *  # noqa: F403
 from .softmax import *  # noqa: F403
+from .timing import *  # noqa: F403
 from .training import *  # noqa: F403
 
 __version__ = "0.1.0"

@@ -30,7 +30,6 @@ import platform
 import sys
 import threading
 import time
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +39,7 @@ import torch.nn.functional as F
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from course_lib import chunked_attention, scaled_dot_product_attention_inplace, seed_everything
+from course_lib.timing import best_time, peak_mib
 
 MIB = 2**20
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -115,26 +115,6 @@ class RssPeak:
         self.rise_mib = (self.peak - self.base) / MIB
 
 
-def best_time(fn, repeats: int) -> float:
-    fn()  # warm-up: first-touch page faults, BLAS/torch kernel selection
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
-def tracemalloc_peak_mib(fn) -> float:
-    tracemalloc.start()
-    try:
-        fn()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak / MIB
-
-
 def rss_rise_mib(fn) -> float:
     # Give freed heap pages back to the OS first; otherwise malloc reuses them (already
     # resident) before it consults the mmap threshold, and the rise reads 0.
@@ -196,9 +176,9 @@ def measure_memory(row: dict, block_size: int, rng) -> None:
     fns = contenders(n, row["d"], block_size, rng)
     for name, fn in fns.items():
         row[f"{name}_rss_mib"] = rss_rise_mib(fn)
-    row["naive_peak_mib"] = tracemalloc_peak_mib(fns["naive"])
-    row["naive_bare_peak_mib"] = tracemalloc_peak_mib(fns["naive_bare"])
-    row["chunked_peak_mib"] = tracemalloc_peak_mib(fns["chunked"])
+    row["naive_peak_mib"] = peak_mib(fns["naive"])
+    row["naive_bare_peak_mib"] = peak_mib(fns["naive_bare"])
+    row["chunked_peak_mib"] = peak_mib(fns["chunked"])
     row["score_matrix_mib"] = n * n * 4 / MIB
     row["naive_over_chunked_memory"] = row["naive_peak_mib"] / row["chunked_peak_mib"]
 

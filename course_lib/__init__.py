@@ -26,6 +26,7 @@ from .rope import *  # noqa: F403
 from .softmax import *  # noqa: F403
 from .source import *  # noqa: F403
 from .swiglu import *  # noqa: F403
+from .timing import *  # noqa: F403
 from .training import *  # noqa: F403
 
 __version__ = "0.1.0"

@@ -14,7 +14,13 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from ._validation import as_float_array, check_positive_int
 
-__all__ = ["softmax", "log_softmax", "naive_softmax", "softmax_inplace_unchecked"]
+__all__ = [
+    "softmax",
+    "log_softmax",
+    "naive_softmax",
+    "softmax_inplace_unchecked",
+    "softmax_jacobian",
+]
 
 
 def _check_axis(arr: np.ndarray, axis: int) -> None:
@@ -63,6 +69,14 @@ def log_softmax(x: ArrayLike, axis: int = -1) -> np.ndarray:
     """Stable ``log(softmax(x))``: ``x - max - log(sum(exp(x - max)))``, same shape and dtype."""
     z, _ = _shifted(x, axis)
     return z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
+
+
+def softmax_jacobian(x: ArrayLike) -> np.ndarray:
+    """``d softmax(x)_i / d x_j = p_i (delta_ij - p_j)``, i.e. ``diag(p) - p p^T``, for every row
+    of ``x`` ``(..., n)`` (softmax along the last axis): shape ``(..., n, n)``. Lectures 01 and 99
+    use it to show that a saturated softmax has (almost) no gradient."""
+    p = softmax(x, axis=-1)
+    return p[..., :, None] * np.eye(p.shape[-1], dtype=p.dtype) - p[..., :, None] * p[..., None, :]
 
 
 def softmax_inplace_unchecked(x: np.ndarray, axis: int = -1) -> np.ndarray:

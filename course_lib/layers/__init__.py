@@ -20,7 +20,7 @@ use the opposite convention for boolean masks, so convert with ``~mask`` at the 
 # attention_mask, causal_mask_torch and ACTIVATIONS: for course_lib.layers users, not top level
 from .attention import MultiHeadAttention, attention_mask, causal_mask_torch  # noqa: F401
 from .blocks import DecoderLayer, EncoderLayer
-from .counting import count_parameters, transformer_parameter_count
+from .counting import count_parameters, multi_head_attention_flops, transformer_parameter_count
 from .feedforward import ACTIVATIONS, FeedForward  # noqa: F401
 from .residual import residual
 from .stacks import Decoder, Encoder
@@ -35,4 +35,5 @@ __all__ = [
     "residual",
     "count_parameters",
     "transformer_parameter_count",
+    "multi_head_attention_flops",
 ]

@@ -6,7 +6,7 @@ from torch import nn
 
 from .._validation import check_positive_int
 
-__all__ = ["count_parameters", "transformer_parameter_count"]
+__all__ = ["count_parameters", "transformer_parameter_count", "multi_head_attention_flops"]
 
 
 def count_parameters(module: nn.Module, trainable_only: bool = False) -> int:
@@ -48,3 +48,17 @@ def transformer_parameter_count(
     if final_norm:
         total += norm * ((n_enc > 0) + (n_dec > 0))
     return total
+
+
+def multi_head_attention_flops(n: int, d_model: int) -> int:
+    """FLOPs of one self-attention call of :class:`MultiHeadAttention` on ``n`` tokens (a
+    multiply-add counts 2, biases and softmax not counted, as torch's ``FlopCounterMode``):
+
+    * four projections ``(n, D) @ (D, D)``          -> ``4 * 2 n D^2 = 8 n D^2``
+    * scores ``Q K^T`` and weights ``A V``, all heads -> ``2 * 2 n^2 D = 4 n^2 D``
+
+    The number of heads does not appear; lecture 03 compares this with the counter.
+    """
+    n = check_positive_int(n, "n")
+    d = check_positive_int(d_model, "d_model")
+    return 8 * n * d * d + 4 * n * n * d

@@ -128,3 +128,27 @@ def test_make_lab_moves_to_a_free_port_when_its_port_is_taken():
             status, body = _get(f"http://127.0.0.1:{port}/api/contents/notebooks", token)
             assert status == 200 and b"01_softmax.ipynb" in body
             assert _get(url)[0] == 200
+
+
+def test_the_landing_page_is_the_readme_rendered(chromium):
+    """In a real browser the printed URL shows README.md as a page, with links to the lectures."""
+    from _browser import Browser
+
+    with make_lab(_free_port()) as (url, _, _, _, _), Browser(chromium, timeout=120) as browser:
+        browser.navigate(url)
+        title = browser.wait_for(
+            lambda: browser.evaluate(
+                "(() => { const h = document.querySelector('.jp-RenderedMarkdown h1');"
+                " return h && h.textContent; })()"
+            ),
+            180,
+            "the README rendered as Markdown",
+        )
+        assert title.startswith("attention-course")
+        links = browser.evaluate(
+            "Array.from(document.querySelectorAll('.jp-RenderedMarkdown a'))"
+            ".map(a => a.getAttribute('href') || '')"
+        )
+        assert any("notebooks/01_softmax.ipynb" in h for h in links), links
+        editors = browser.evaluate("document.querySelectorAll('.jp-FileEditor').length")
+        assert editors == 0, "README.md opened in the text editor"

@@ -38,8 +38,10 @@ def _compare(hf, ours, input_ids, token_type_ids, attention_mask):
         (a - b)[real].abs().max().item()
         for a, b in zip(out.hidden_states, ref.hidden_states, strict=True)
     )
+    # Attention rows of real query tokens: (k, heads, n) after moving the query axis first.
     da = max(
-        (a - b).abs().max().item() for a, b in zip(out.attentions, ref.attentions, strict=True)
+        (a - b).transpose(1, 2)[real].abs().max().item()
+        for a, b in zip(out.attentions, ref.attentions, strict=True)
     )
     dp = (out.pooler_output - ref.pooler_output).abs().max().item()
     return dh, da, dp

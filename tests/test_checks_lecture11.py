@@ -176,7 +176,7 @@ def test_kv_cache_numbers_passes(capsys):
         (RIGHT * 4, "not bytes"),
         (RIGHT + 1, r"2 \(K and V\) x layers"),
         ("100663296", "expected an integer"),
-        (None, "expected an integer"),
+        (None, "expected a value, got None"),
     ],
 )
 def test_kv_cache_numbers_names_the_mistake(answer, hint):

@@ -29,12 +29,13 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow  # `make slow`, not `make unit`
 SUBMISSIONS = ROOT / "tests" / "data" / "submissions"
 
-EXPECTED = {  # notebook -> (1.1, 1.2, 1.3, passed, total), or None for "not gradable"
-    "01_softmax_ada.ipynb": ("pass", "pass", "pass", "3", "3"),
-    "01_softmax_ben.ipynb": ("fail", "pass", "fail", "1", "3"),
-    "01_softmax_cleo.ipynb": ("fail", "fail", "fail", "0", "3"),
+# The submissions predate exercise 1.4 (predict, then measure), so none of them answers it.
+EXPECTED = {  # notebook -> (1.1, 1.2, 1.3, 1.4, passed, total), or None for "not gradable"
+    "01_softmax_ada.ipynb": ("pass", "pass", "pass", "fail", "3", "4"),
+    "01_softmax_ben.ipynb": ("fail", "pass", "fail", "fail", "1", "4"),
+    "01_softmax_cleo.ipynb": ("fail", "fail", "fail", "fail", "0", "4"),
     "01_softmax_dan.ipynb": None,
-    "01_softmax_eve.ipynb": ("pass", "fail", "pass", "2", "3"),
+    "01_softmax_eve.ipynb": ("pass", "fail", "pass", "fail", "2", "4"),
 }
 
 
@@ -58,7 +59,7 @@ def test_class_is_graded_into_one_csv(tmp_path, capsys):
             assert row["error"].startswith("not gradable"), row
             assert row["passed"] == "0" and row["lecture"] == ""
             continue
-        cells = (row["exercise 1.1"], row["exercise 1.2"], row["exercise 1.3"])
+        cells = tuple(row[f"exercise 1.{k}"] for k in range(1, 5))
         assert (*cells, row["passed"], row["total"]) == expected, (name, row)
         assert row["lecture"] == "01_softmax" and row["error"] == ""
         assert ("NameError" in row["reasons"]) == (name == "01_softmax_eve.ipynb")

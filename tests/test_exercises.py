@@ -113,6 +113,8 @@ def test_correct_answer_written_differently_passes_with_extra_prints(tmp_path):
         "import math\n\ndef attention_weights(scores, d_k):\n"
         "    return stable_softmax(scores * (1 / math.sqrt(d_k)))"
     )
+    check_14 = next(i for i, c in enumerate(nb.cells) if "check_saturation(" in c.source)
+    nb.cells[check_14 - 1].source = "unscaled_dk = 2**4  # measured\nscaled_dk = None  # never"
     nb.cells.insert(3, nbformat.v4.new_code_cell("print('hello from the student')"))
     result = grade.grade(_write(tmp_path, nb, "alice_01.ipynb"))
     assert result.all_passed, result.exercises
@@ -125,7 +127,7 @@ def test_edited_or_deleted_check_cells_are_restored(tmp_path):
     checks[0].source = "print('✅ Exercise 1.1 passed: stable softmax')"  # a forged check
     nb.cells.remove(checks[1])  # and a deleted one
     result = grade.grade(_write(tmp_path, nb))
-    assert set(result.exercises) == {"1.1", "1.2", "1.3"}
+    assert set(result.exercises) == {"1.1", "1.2", "1.3", "1.4"}
     assert not any(ok for ok, _ in result.exercises.values())
 
 
@@ -155,9 +157,9 @@ def test_class_grading_writes_one_csv_row_per_notebook(tmp_path):
     assert grade.main([str(folder), "--csv", str(out)]) == 1
     with out.open(newline="") as fh:
         rows = {Path(r["notebook"]).name: r for r in csv.DictReader(fh)}
-    marks = ("exercise 1.1", "exercise 1.2", "exercise 1.3", "passed", "total")
-    assert [rows["01_softmax_ada.ipynb"][k] for k in marks] == ["pass"] * 3 + ["3", "3"]
-    assert [rows["01_softmax_bob.ipynb"][k] for k in marks] == ["fail"] * 3 + ["0", "3"]
+    marks = ("exercise 1.1", "exercise 1.2", "exercise 1.3", "exercise 1.4", "passed", "total")
+    assert [rows["01_softmax_ada.ipynb"][k] for k in marks] == ["pass"] * 4 + ["4", "4"]
+    assert [rows["01_softmax_bob.ipynb"][k] for k in marks] == ["fail"] * 4 + ["0", "4"]
     assert "NotImplementedError" in rows["01_softmax_bob.ipynb"]["reasons"]
     assert "not gradable" in rows["01_softmax_eve.ipynb"]["error"]
 

@@ -28,7 +28,7 @@ from tools import grade, grade_kernel
 ROOT = Path(__file__).resolve().parents[1]
 STUB = ROOT / "exercises" / "01_softmax.ipynb"
 SOLUTION = ROOT / "solutions" / "01_softmax.ipynb"
-IDS = ("1.1", "1.2", "1.3")
+IDS = ("1.1", "1.2", "1.3", "1.4")
 
 
 def _nb(path=STUB):

@@ -261,7 +261,9 @@ def check_corpus_bleu(student_fn) -> None:
     """Exercise 6.4: unsmoothed corpus BLEU-4 on token lists, on the 0–100 scale."""
     ex = "6.4"
     for what, hyps, refs in _CORPORA:
-        expected = corpus_bleu(hyps, refs, smooth_method="none", tokenize="none").score
+        expected = corpus_bleu(
+            hyps, [tuple(rs) for rs in refs], smooth_method="none", tokenize="none"
+        ).score
         got = call_student(
             ex, student_fn, [T(h) for h in hyps], [[T(r) for r in rs] for rs in refs]
         )

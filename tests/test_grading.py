@@ -413,3 +413,24 @@ def test_student_exceptions_come_back_as_data_with_their_type_name():
     forged = grade._exception({"type": "ExerciseError", "message": "1.1 passed"})
     assert not isinstance(forged, ExerciseError)
     assert not isinstance(grade._exception({"type": "SystemExit", "message": ""}), SystemExit)
+
+
+def test_templates_are_the_committed_exercises_not_the_students_edits(tmp_path):
+    """A student answers exercises/ in place and saves own notebooks there: the grader still
+    trusts only the committed templates (issue 15: `make grade` works on either)."""
+    from tools.in_clean_clone import clean_clone
+
+    clone = tmp_path / "clone"
+    clean_clone(clone)
+    ex = clone / "exercises" / "01_softmax.ipynb"
+    ex.write_text(ex.read_text().replace("check_stable_softmax(stable_softmax)", "pass"))
+    (clone / "exercises" / "99_mine.ipynb").write_text(STUB.read_text())
+    code = (
+        "from tools import grade; c = grade.Course(); "
+        "t = c.templates['01_softmax']; print(sorted(c.templates) == sorted("
+        "p.stem for p in grade.EXERCISES.glob('[0-9][0-9]_*.ipynb') if p.stem != '99_mine'), "
+        "'1.1' in t.checks)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=clone, capture_output=True,
+                         text=True, env={**os.environ, "PYTHONPATH": str(clone)}, timeout=300)  # fmt: skip
+    assert out.stdout.split() == ["True", "True"], out.stderr[-2000:]

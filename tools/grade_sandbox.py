@@ -49,15 +49,17 @@ def enter(config: dict) -> None:
     root = config["sandbox"]["root"]
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
+    # The private /tmp first: the Python installation, the venv or the repository may live
+    # under /tmp themselves (a CI checkout, `make test`'s clean clone), and are bound on top.
+    for path, size in (("/tmp", "256m"), ("/dev/shm", "64m")):
+        os.makedirs(root + path, exist_ok=True)
+        _mount("tmpfs", root + path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
     for path in config["sandbox"]["ro"]:
         if os.path.islink(path):  # /bin -> usr/bin on merged-/usr systems
             os.makedirs(os.path.dirname(root + path), exist_ok=True)
             os.symlink(os.readlink(path), root + path)
         elif os.path.exists(path):
             _bind(path, root + path, readonly=True)
-    for path, size in (("/tmp", "256m"), ("/dev/shm", "64m")):
-        os.makedirs(root + path, exist_ok=True)
-        _mount("tmpfs", root + path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
     for dev in ("null", "zero", "random", "urandom"):
         _bind(f"/dev/{dev}", f"{root}/dev/{dev}", readonly=False)
     os.symlink("/proc/self/fd", f"{root}/dev/fd")

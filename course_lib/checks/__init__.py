@@ -20,6 +20,7 @@ __all__ = [
     "check_count",
     "check_value",
     "passed",
+    "finite_matrix",
     "call_student",
     "call_student_frozen",
     "frozen",
@@ -229,6 +230,26 @@ def check_count(exercise: str, got, expected: int, *, what: str, hint: str | Non
             "return a Python int.",
         )
     check_value(exercise, int(got), expected, what=what, hint=hint)
+
+
+def finite_matrix(
+    exercise: str, x, shape: tuple[int, int], meaning: str, hint: str | None = None
+) -> np.ndarray:
+    """A student's constructed input as a float array of ``shape`` with finite entries, or an
+    ExerciseError saying what was expected (``meaning``, e.g. "3 tokens, 2 features")."""
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise ExerciseError(
+            exercise, f"expected a {shape} array of numbers, got {type(x).__name__}."
+        ) from None
+    if arr.shape != shape or not np.all(np.isfinite(arr)):
+        raise ExerciseError(
+            exercise,
+            f"expected a {shape} array of finite numbers ({meaning}), got shape {arr.shape}.",
+            hint,
+        )
+    return arr
 
 
 def passed(exercise: str, title: str) -> None:

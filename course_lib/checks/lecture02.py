@@ -6,7 +6,7 @@ import numpy as np
 
 from ..attention import causal_mask, project_qkv, scaled_dot_product_attention
 from ..softmax import softmax
-from . import ExerciseError, call_student, check_mistakes, check_value, passed
+from . import ExerciseError, call_student, check_mistakes, check_value, finite_matrix, passed
 
 __all__ = [
     "check_self_attention",
@@ -168,19 +168,8 @@ def check_attends_elsewhere(x) -> None:
     puts more than 0.9 of its weight on row 1 is accepted.
     """
     ex = "2.4"
-    try:
-        arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise ExerciseError(
-            ex, f"expected a (3, 2) array of numbers, got {type(x).__name__}."
-        ) from None
-    if arr.shape != (3, 2) or not np.all(np.isfinite(arr)):
-        raise ExerciseError(
-            ex,
-            f"expected a (3, 2) array of finite numbers (3 tokens, 2 features), got shape "
-            f"{arr.shape}.",
-            "X = np.array([[.., ..], [.., ..], [.., ..]])",
-        )
+    arr = finite_matrix(ex, x, (3, 2), "3 tokens, 2 features",
+                        "X = np.array([[.., ..], [.., ..], [.., ..]])")  # fmt: skip
     a = softmax(arr @ arr.T / np.sqrt(2), axis=-1)
     if a[0, 1] > 0.9:
         passed(ex, "a token that attends to another token more than to itself")

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..attention import scaled_dot_product_attention
 from ..multihead import merge_heads, multi_head_attention, split_heads
-from . import ExerciseError, call_student, check_count, check_mistakes, passed
+from . import ExerciseError, call_student, check_count, check_mistakes, finite_matrix, passed
 
 __all__ = [
     "check_split_heads",
@@ -208,18 +208,7 @@ def check_two_relations(x) -> None:
     token 1 and more than 0.8 of head 1's weight on token 2 is accepted.
     """
     ex = "3.5"
-    try:
-        arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise ExerciseError(
-            ex, f"expected a (3, 4) array of numbers, got {type(x).__name__}."
-        ) from None
-    if arr.shape != (3, 4) or not np.all(np.isfinite(arr)):
-        raise ExerciseError(
-            ex,
-            f"expected a (3, 4) array of finite numbers (3 tokens, d_model = 4), got shape "
-            f"{arr.shape}.",
-        )
+    arr = finite_matrix(ex, x, (3, 4), "3 tokens, d_model = 4")
     heads = split_heads(arr, 2)  # (2, 3, 2)
     _, a = scaled_dot_product_attention(heads, heads, heads)  # (2 heads, 3, 3)
     got = np.round(a[:, 0], 3)

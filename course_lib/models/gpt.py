@@ -306,7 +306,7 @@ TINY_GPT_CONFIG = GPTConfig(
 )
 TINY_GPT_TRAINING = {
     "seed": 0,
-    "steps": 900,
+    "steps": 4000,
     "batch_size": 16,  # windows of max_len + 1 tokens
     "lr": 2e-3,
     "warmup": 100,

@@ -338,6 +338,7 @@ def test_a_notebook_cannot_change_what_the_grader_trusts(tmp_path):
         "    (repo / 'course_lib/checks/lecture01.py', 'check_stable_softmax = check_softmax_temperature = check_attention_weights = print\\n'),\n"
         "    (repo / 'exercises/01_softmax.ipynb', '{}'),\n"
         "    (repo / 'tools/grade.py', 'raise SystemExit(0)'),\n"
+        "    (repo / 'tools/grading/verdict.py', 'def run_check(*a, **k): return True, \"\"\\n'),\n"
         "    (pathlib.Path.home() / '.ipython/profile_default/startup/00-x.py', 'x = 1'),\n"
         "]:\n"
         "    try:\n"

@@ -97,17 +97,15 @@ def chunked_attention(
     block_size: int = 512,
     *,
     causal: bool = False,
-    return_logsumexp: bool = False,
 ) -> np.ndarray:
     """softmax(q k^T / sqrt(d_k)) v computed block by block, never storing all the scores.
 
     Equal to ``scaled_dot_product_attention(q, k, v, mask)[0]`` up to rounding, with the same
-    checks and error messages; see :func:`chunked_attention_with_logsumexp` for the arguments.
-    Returns ``out`` ``(..., n_q, d_v)`` (``return_logsumexp=True``: the older spelling of
-    :func:`chunked_attention_with_logsumexp`, whose result unpacks as ``out, logsumexp``).
+    checks and error messages; see :func:`chunked_attention_with_logsumexp` (the one
+    implementation, which also returns the log-sum-exp) for the arguments.
+    Returns ``out`` ``(..., n_q, d_v)``.
     """
-    result = chunked_attention_with_logsumexp(q, k, v, mask, block_size, causal=causal)
-    return result if return_logsumexp else result.out
+    return chunked_attention_with_logsumexp(q, k, v, mask, block_size, causal=causal).out
 
 
 class ChunkedAttention(NamedTuple):

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+from tools import check_python_versions as cpv
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import check_python_versions as cpv  # noqa: E402
 
 REPORT = {
     "install": [

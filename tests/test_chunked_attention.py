@@ -142,8 +142,6 @@ def test_logsumexp_matches_torch():
     mask[:, 0] = True
     out, lse = chunked_attention_with_logsumexp(q, k, v, mask, block_size=8)
     np.testing.assert_allclose(out, chunked_attention(q, k, v, mask, block_size=8), atol=0)
-    old = chunked_attention(q, k, v, mask, block_size=8, return_logsumexp=True)  # older spelling
-    np.testing.assert_allclose(old.logsumexp, lse, atol=0)
     scores = torch.from_numpy(q @ k.T / 2.0).masked_fill(~torch.from_numpy(mask), -torch.inf)
     np.testing.assert_allclose(lse, torch.logsumexp(scores, dim=-1).numpy(), atol=1e-12)
 

@@ -53,6 +53,7 @@ def shown() -> dict[int, str]:
     return errors
 
 
+@pytest.mark.slow  # runs a notebook in a real kernel
 def test_a_wrong_answer_shows_only_the_course_message(shown):
     text = shown[2]
     assert text.startswith("ExerciseError: Exercise 1.1 is not right yet.")
@@ -62,6 +63,7 @@ def test_a_wrong_answer_shows_only_the_course_message(shown):
     assert len(text.splitlines()) <= 8, text
 
 
+@pytest.mark.slow  # runs a notebook in a real kernel
 def test_an_error_in_the_student_function_shows_their_traceback_then_the_hint(shown):
     text = shown[4]
     assert "Traceback (most recent call last)" in text
@@ -73,6 +75,7 @@ def test_an_error_in_the_student_function_shows_their_traceback_then_the_hint(sh
     assert text.index("in stable_softmax") < text.index("ExerciseError:")
 
 
+@pytest.mark.slow  # runs a notebook in a real kernel
 def test_nbval_reports_the_course_message(tmp_path):
     path = tmp_path / "student.ipynb"
     nb = _notebook()

@@ -176,6 +176,7 @@ def test_answers_that_import_course_lib_are_flagged():
     assert not grade.imports_course_lib("def f(x):\n    return np.exp(x)")
 
 
+@pytest.mark.slow  # runs make grade
 def test_make_grade_never_hands_the_file_name_to_a_shell(tmp_path):
     name = "x`touch PWNED`$(touch PWNED2); 'q'.ipynb"
     r = subprocess.run(
@@ -337,6 +338,7 @@ def test_a_notebook_cannot_change_what_the_grader_trusts(tmp_path):
         "    (repo / 'course_lib/checks/lecture01.py', 'check_stable_softmax = check_softmax_temperature = check_attention_weights = print\\n'),\n"
         "    (repo / 'exercises/01_softmax.ipynb', '{}'),\n"
         "    (repo / 'tools/grade.py', 'raise SystemExit(0)'),\n"
+        "    (repo / 'tools/grading/verdict.py', 'def run_check(*a, **k): return True, \"\"\\n'),\n"
         "    (pathlib.Path.home() / '.ipython/profile_default/startup/00-x.py', 'x = 1'),\n"
         "]:\n"
         "    try:\n"
@@ -415,6 +417,7 @@ def test_student_exceptions_come_back_as_data_with_their_type_name():
     assert not isinstance(grade._exception({"type": "SystemExit", "message": ""}), SystemExit)
 
 
+@pytest.mark.slow  # clones the course, loads the grader in a subprocess
 def test_templates_are_the_committed_exercises_not_the_students_edits(tmp_path):
     """A student answers exercises/ in place and saves own notebooks there: the grader still
     trusts only the committed templates (issue 15: `make grade` works on either)."""

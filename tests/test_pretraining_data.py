@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from course_lib.checks import within
 from course_lib.data.pretraining import (
     IGNORE_INDEX,
     SPECIAL_TOKENS,
@@ -15,11 +16,6 @@ from course_lib.data.pretraining import (
     split_documents,
     truncate_pair,
 )
-
-
-def within(count: int, n: int, p: float, sigmas: float = 5.0) -> bool:
-    """Is ``count`` out of ``n`` draws within ``sigmas`` binomial standard deviations of ``n p``?"""
-    return abs(count - n * p) <= sigmas * np.sqrt(n * p * (1 - p))
 
 
 @pytest.fixture(scope="module")

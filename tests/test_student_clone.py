@@ -25,13 +25,15 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-from make_exercises import CODE_STUB, MARKDOWN_STUB  # noqa: E402
+from tools.make_exercises import CODE_STUB, MARKDOWN_STUB
 
-pytestmark = pytest.mark.skipif(
-    not (ROOT / ".venv" / ".installed").exists(), reason="needs `make venv` first"
-)
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = [
+    pytest.mark.slow,  # clones the course and runs make test / make grade in it: `make slow`
+    pytest.mark.skipif(
+        not (ROOT / ".venv" / ".installed").exists(), reason="needs `make venv` first"
+    ),
+]
 VENV = ROOT / ".venv"
 
 

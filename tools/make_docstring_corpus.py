@@ -1,7 +1,7 @@
 """Maintainer's tool: extract prose sentences from CPython's standard-library source (PSF licence).
 
-    python tools/make_docstring_corpus.py          # rewrites course_lib/data/docstring_topics.tsv
-    python tools/make_docstring_corpus.py --mlm /tmp/mlm_corpus.txt   # also the MLM-head corpus
+    python -m tools.make_docstring_corpus          # rewrites course_lib/data/docstring_topics.tsv
+    python -m tools.make_docstring_corpus --mlm /tmp/mlm_corpus.txt   # also the MLM-head corpus
 
 It parses (never imports) every ``Lib/**/*.py`` of the running interpreter and keeps the prose
 sentences of every docstring -- module, class, function and method, public or private -- with
@@ -28,14 +28,12 @@ from __future__ import annotations
 import argparse
 import ast
 import hashlib
-import sys
 import sysconfig
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tools.make_pretraining_corpus import prose_sentences
 
-from make_pretraining_corpus import prose_sentences  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "course_lib" / "data" / "docstring_topics.tsv"
 SKIP_DIRS = {"test", "tests", "idlelib", "tkinter", "turtledemo", "lib2to3", "ensurepip",

@@ -108,7 +108,7 @@ MUTANTS = [
     Mutant("tokenisation/13a splits every hyphen", "course_lib/bleu/tokenizer_13a.py",
            '_HYPHEN_AFTER_DIGIT = re.compile(r"(?<=[0-9])-")', '_HYPHEN_AFTER_DIGIT = re.compile(r"-")',
            T_BLEU),
-    Mutant("tokenisation/WordPiece shortest match first", "course_lib/tokenization.py",
+    Mutant("tokenisation/WordPiece shortest match first", "course_lib/tokenization/bert_wordpiece.py",
            "            end -= 1\n", "            end -= 2\n", T_TOK),
     Mutant("tokenisation/translation keeps the final full stop", "course_lib/data/translation/batches.py",
            "    while tokens and tokens[-1] in \".!?\":\n        tokens.pop()\n", "",

@@ -1,7 +1,7 @@
 """Maintainer's tool: train lecture 11's tiny GPT on the Python-docs corpus and save it.
 
-    python tools/train_gpt.py                          # writes course_lib/data/tiny_gpt.pt
-    python tools/train_gpt.py --steps 300 --out /tmp/x.pt   # a quick trial
+    python -m tools.train_gpt                          # writes course_lib/data/tiny_gpt.pt
+    python -m tools.train_gpt --steps 300 --out /tmp/x.pt   # a quick trial
 
 What it does (settings in ``course_lib.models.gpt.TINY_GPT_CONFIG`` / ``TINY_GPT_TRAINING``):
 
@@ -24,18 +24,14 @@ from __future__ import annotations
 
 import argparse
 import copy
-import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import torch
 
-import torch  # noqa: E402
-
-from course_lib import seed_everything  # noqa: E402
-from course_lib.data.language_modeling import (  # noqa: E402
+from course_lib import seed_everything
+from course_lib.data.language_modeling import (
     bits_per_char,
     encode_documents,
     evaluate_lm,
@@ -43,15 +39,17 @@ from course_lib.data.language_modeling import (  # noqa: E402
     lm_documents,
     random_windows,
 )
-from course_lib.data.pretraining import split_documents  # noqa: E402
-from course_lib.models.gpt import (  # noqa: E402
+from course_lib.data.pretraining import split_documents
+from course_lib.models.gpt import (
     GPT,
     GPT_CHECKPOINT,
     TINY_GPT_CONFIG,
     TINY_GPT_TRAINING,
     lm_loss,
 )
-from course_lib.training import train  # noqa: E402
+from course_lib.training import train
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:

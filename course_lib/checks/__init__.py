@@ -28,6 +28,9 @@ __all__ = [
     "read_only",
     "Built",
     "RemoteFunction",
+    "call_on_batch",
+    "check_batched",
+    "within",
 ]
 
 
@@ -293,6 +296,40 @@ def check_mistakes(
                 if _same(got, wrong, rtol, atol):
                     raise ExerciseError(exercise, err.message, mistake_hint) from None
         raise
+
+
+def call_on_batch(exercise: str, fn: Callable, *args, batched: bool, batch_hint: str, where: str):
+    """:func:`call_student`; if the answer crashes on an input with leading (batch, head, ...)
+    axes (``batched``), the message says ``where`` (e.g. " (on a (layers, heads, n, n) input)")
+    and the hint is ``batch_hint``, the lecture's advice on indexing from the end."""
+    try:
+        return call_student(exercise, fn, *args)
+    except ExerciseError as err:
+        if batched and "raised" in err.message:
+            raise ExerciseError(exercise, err.message + where, batch_hint) from None
+        raise
+
+
+def check_batched(
+    exercise: str, got, expected, *, batched: bool, batch_hint: str, **kwargs
+) -> None:
+    """:func:`check_mistakes` (``kwargs`` are its arguments); a wrong shape on an input with
+    leading axes (``batched``) gets ``batch_hint`` (the lecture's batch advice) instead."""
+    try:
+        check_mistakes(exercise, got, expected, **kwargs)
+    except ExerciseError as err:
+        if batched and np.shape(got) != np.shape(expected) and "shape" in err.message:
+            raise ExerciseError(exercise, err.message, batch_hint) from None
+        raise
+
+
+def within(count: int, n: int, p: float, sigmas: float = 5.0) -> bool:
+    """Is ``count`` out of ``n`` draws within ``sigmas`` binomial standard deviations of ``n p``?
+
+    For answers that draw at random (a masking rule, a 50/50 split): a right rule lands within
+    5 sigmas for any seed (a false alarm about once in 1.7 million), a wrong rate does not.
+    """
+    return bool(abs(count - n * p) <= sigmas * np.sqrt(n * p * (1 - p)))
 
 
 def read_only(data, dtype: str = "float64") -> np.ndarray:

@@ -6,7 +6,15 @@ import numpy as np
 
 from ..attention import causal_mask, project_qkv, scaled_dot_product_attention
 from ..softmax import softmax
-from . import ExerciseError, call_student, check_mistakes, check_value, finite_matrix, passed
+from . import (
+    ExerciseError,
+    call_on_batch,
+    call_student,
+    check_mistakes,
+    check_value,
+    finite_matrix,
+    passed,
+)
 
 __all__ = [
     "check_self_attention",
@@ -42,14 +50,8 @@ def check_self_attention(student_fn, *, seed: int = 0) -> None:
         x = rng.normal(size=x_shape)
         w_q, w_k = rng.normal(size=(d_model, d_k)), rng.normal(size=(d_model, d_k))
         w_v = rng.normal(size=(d_model, d_v))
-        try:
-            got = call_student(ex, student_fn, x, w_q, w_k, w_v)
-        except ExerciseError as err:
-            if batched and "raised" in err.message:
-                raise ExerciseError(
-                    ex, err.message + f" (X of shape {x_shape})", BATCH_HINT
-                ) from None
-            raise
+        got = call_on_batch(ex, student_fn, x, w_q, w_k, w_v, batched=batched,
+                            batch_hint=BATCH_HINT, where=f" (X of shape {x_shape})")  # fmt: skip
         q, k, v = project_qkv(x, w_q, w_k, w_v)
         s = q @ np.swapaxes(k, -1, -2)
         mistakes = {

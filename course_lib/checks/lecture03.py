@@ -6,7 +6,16 @@ import numpy as np
 
 from ..attention import scaled_dot_product_attention
 from ..multihead import merge_heads, multi_head_attention, split_heads
-from . import ExerciseError, call_student, check_count, check_mistakes, finite_matrix, passed
+from . import (
+    ExerciseError,
+    call_on_batch,
+    call_student,
+    check_batched,
+    check_count,
+    check_mistakes,
+    finite_matrix,
+    passed,
+)
 
 __all__ = [
     "check_split_heads",
@@ -24,27 +33,12 @@ BATCH_HINT = (
 
 
 def _check_batched(ex: str, got, expected, *, batched: bool, **kwargs) -> None:
-    """check_mistakes; a wrong shape on an input with leading axes gets the batch hint."""
-    try:
-        check_mistakes(ex, got, expected, **kwargs)
-    except ExerciseError as err:
-        if batched and np.shape(got) != np.shape(expected) and "shape" in err.message:
-            raise ExerciseError(ex, err.message, BATCH_HINT) from None
-        raise
+    check_batched(ex, got, expected, batched=batched, batch_hint=BATCH_HINT, **kwargs)
 
 
 def _call_on_batch(ex: str, fn, *args, batched: bool):
-    """call_student; a crash on an input with leading (batch) axes gets a hint naming them."""
-    try:
-        return call_student(ex, fn, *args)
-    except ExerciseError as err:
-        if batched and "raised" in err.message:
-            raise ExerciseError(
-                ex,
-                err.message + " (on an input with a leading batch axis)",
-                BATCH_HINT,
-            ) from None
-        raise
+    where = " (on an input with a leading batch axis)"
+    return call_on_batch(ex, fn, *args, batched=batched, batch_hint=BATCH_HINT, where=where)
 
 
 def check_split_heads(student_fn, *, seed: int = 0) -> None:

@@ -6,7 +6,16 @@ import numpy as np
 
 from ..data.pretraining import IGNORE_INDEX, pair_input
 from ..tokenization import count_pairs, merge_pair
-from . import Built, ExerciseError, call_student, call_student_frozen, check_value, frozen, passed
+from . import (
+    Built,
+    ExerciseError,
+    call_student,
+    call_student_frozen,
+    check_value,
+    frozen,
+    passed,
+    within,
+)
 
 __all__ = [
     "check_mlm_masking",
@@ -22,10 +31,6 @@ def _rng(*seed) -> Built:
 
 
 MASK_ID, VOCAB_SIZE, N_SPECIAL = 4, 1000, 5
-
-
-def _within(count: int, n: int, p: float, sigmas: float = 5.0) -> bool:
-    return abs(count - n * p) <= sigmas * np.sqrt(n * p * (1 - p))
 
 
 def _masking_call(ex, student_fn, ids, special, seed, *extra):
@@ -77,7 +82,7 @@ def check_mlm_masking(student_fn, *, seed: int = 0) -> None:
         )
     n_normal, n_picked = int((~special).sum()), int(picked.sum())
     rate = n_picked / n_normal
-    if not _within(n_picked, n_normal, 0.15):
+    if not within(n_picked, n_normal, 0.15):
         raise ExerciseError(
             ex,
             f"picked rate: expected about 0.150 of the non-special tokens, got {rate:.3f}.",
@@ -87,8 +92,8 @@ def check_mlm_masking(student_fn, *, seed: int = 0) -> None:
     unchanged = float(np.mean(masked[picked] == ids[picked]))
     to_random = 1 - to_mask - unchanged
     if not (
-        _within(round(to_mask * n_picked), n_picked, 0.8)
-        and _within(round(unchanged * n_picked), n_picked, 0.1 + 0.1 / VOCAB_SIZE)
+        within(round(to_mask * n_picked), n_picked, 0.8)
+        and within(round(unchanged * n_picked), n_picked, 0.1 + 0.1 / VOCAB_SIZE)
     ):
         raise ExerciseError(
             ex,
@@ -199,7 +204,7 @@ def check_nsp_example(student_fn, *, seed: int = 0) -> None:
                     hint="0 for [CLS], A and the FIRST [SEP]; 1 for B and the last [SEP] "
                     "(len(A) + 2 zeros, then len(B) + 1 ones).")  # fmt: skip
         n_true += int(is_next)
-    if not _within(n_true, n, 0.5):
+    if not within(n_true, n, 0.5):
         raise ExerciseError(
             ex,
             f"is_next=1 should happen half of the time; got {n_true} of {n} ({n_true / n:.2f}).",

@@ -6,7 +6,15 @@ import numpy as np
 
 from ..head_patterns import attention_to_positions, offset_score, weighted_value_norms
 from ..softmax import softmax
-from . import ExerciseError, call_student, check_mistakes, check_value, passed
+from . import (
+    ExerciseError,
+    call_on_batch,
+    call_student,
+    check_batched,
+    check_mistakes,
+    check_value,
+    passed,
+)
 
 __all__ = [
     "check_previous_token_score",
@@ -28,22 +36,12 @@ def _attention(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _call(ex: str, fn, *args, batched: bool):
-    try:
-        return call_student(ex, fn, *args)
-    except ExerciseError as err:
-        if batched and "raised" in err.message:
-            raise ExerciseError(ex, err.message + " (on a (layers, heads, n, n) input)",
-                                BATCH_HINT) from None  # fmt: skip
-        raise
+    where = " (on a (layers, heads, n, n) input)"
+    return call_on_batch(ex, fn, *args, batched=batched, batch_hint=BATCH_HINT, where=where)
 
 
 def _check(ex, got, expected, batched, **kwargs):
-    try:
-        check_mistakes(ex, got, expected, **kwargs)
-    except ExerciseError as err:
-        if batched and np.shape(got) != np.shape(expected) and "shape" in err.message:
-            raise ExerciseError(ex, err.message, BATCH_HINT) from None
-        raise
+    check_batched(ex, got, expected, batched=batched, batch_hint=BATCH_HINT, **kwargs)
 
 
 def check_previous_token_score(student_fn, *, seed: int = 0) -> None:

@@ -322,7 +322,7 @@ def load_tiny_gpt(path: str | Path | None = None) -> tuple[GPT, dict]:
 
     Loaded with ``weights_only=True`` (plain tensors and numbers, no pickled code) into a float32
     model in eval mode. Returns the model and the checkpoint's metadata (config, training
-    settings, validation history). Reproduce it with ``python tools/train_gpt.py``.
+    settings, validation history). Reproduce it with ``python -m tools.train_gpt``.
     """
     ckpt = torch.load(GPT_CHECKPOINT if path is None else path, map_location="cpu",
                       weights_only=True)  # fmt: skip

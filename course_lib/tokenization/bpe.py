@@ -1,0 +1,147 @@
+"""Byte-pair encoding, one merge at a time, and the trained encoder that replays the merges.
+
+:func:`count_pairs` and :func:`merge_pair` are the two steps lecture 08 runs by hand;
+:class:`BPETokenizer` encodes a new word by replaying the learned merges (lowest rank first)
+and decodes ids back to text. :mod:`.bpe_training` learns the merges.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+
+from .byte_level import bytes_to_unicode, pretokenize_bytes
+from .pretokenizer import SPACE, pretokenize
+
+__all__ = ["count_pairs", "merge_pair", "BPETokenizer"]
+
+
+def count_pairs(words: Mapping[tuple[str, ...], int]) -> Counter:
+    """Frequency of each adjacent symbol pair: ``words`` maps a word (tuple of symbols) to its count.
+
+    Overlapping pairs count: ``{("a", "a", "a"): 1}`` holds ``("a", "a")`` twice.
+    """
+    pairs: Counter = Counter()
+    for symbols, count in words.items():
+        for pair in zip(symbols, symbols[1:], strict=False):
+            pairs[pair] += count
+    return pairs
+
+
+def merge_pair(symbols: Sequence[str], pair: tuple[str, str]) -> tuple[str, ...]:
+    """One BPE merge step on one word: replace each occurrence of ``pair``, scanning left to right.
+
+    ``merge_pair(("a", "a", "a"), ("a", "a"))`` is ``("aa", "a")``: once two symbols are
+    merged, the second cannot start another occurrence.
+    """
+    if not (isinstance(pair, tuple) and len(pair) == 2):
+        raise TypeError(f"pair must be a tuple of two symbols, got {pair!r}")
+    first, second = pair
+    out: list[str] = []
+    i = 0
+    while i < len(symbols):
+        if i + 1 < len(symbols) and symbols[i] == first and symbols[i + 1] == second:
+            out.append(first + second)
+            i += 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return tuple(out)
+
+
+class BPETokenizer:
+    """A trained byte-pair encoder: a vocabulary (token -> id) and the ordered list of merges.
+
+    Build one with :func:`train_bpe`. ``encode`` maps text to ids, ``decode`` maps ids back
+    to text, ``tokenize`` shows the token strings.
+    """
+
+    def __init__(
+        self,
+        vocab: Mapping[str, int],
+        merges: Sequence[tuple[str, str]],
+        *,
+        special_tokens: Sequence[str] = (),
+        unk_token: str | None = None,
+        lowercase: bool = False,
+        byte_level: bool = False,
+    ):
+        self.vocab = dict(vocab)
+        self.id_to_token = {i: t for t, i in self.vocab.items()}
+        self.merges = [tuple(m) for m in merges]
+        self.ranks = {pair: r for r, pair in enumerate(self.merges)}
+        self.special_tokens = list(special_tokens)
+        self.unk_token = unk_token
+        self.lowercase = lowercase
+        self.byte_level = byte_level
+        if unk_token is not None and unk_token not in self.vocab:
+            raise ValueError(f"unk_token {unk_token!r} is not in the vocabulary")
+        self._cache: dict[str, list[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self.vocab)
+
+    def __repr__(self) -> str:
+        kind = ", byte_level=True" if self.byte_level else ""
+        return f"BPETokenizer(vocab_size={len(self.vocab)}, merges={len(self.merges)}{kind})"
+
+    def _words(self, text: str) -> list[str]:
+        if self.byte_level:
+            return pretokenize_bytes(text)
+        return pretokenize(text, self.lowercase)
+
+    def encode_word(self, word: str) -> list[str]:
+        """The tokens of one pre-tokenized word: start from characters, replay the merges.
+
+        At each step the adjacent pair with the lowest merge rank is merged (the leftmost one
+        if it occurs twice) until no adjacent pair is a known merge.
+        """
+        if word in self._cache:
+            return self._cache[word]
+        symbols = [c if c in self.vocab else self.unk_token for c in word]
+        symbols = [s for s in symbols if s is not None]  # unknown characters vanish without unk
+        while len(symbols) > 1:
+            rank, pos = min(
+                (self.ranks.get((a, b), len(self.ranks)), i)
+                for i, (a, b) in enumerate(zip(symbols, symbols[1:], strict=False))
+            )
+            if rank == len(self.ranks):
+                break
+            symbols[pos : pos + 2] = [symbols[pos] + symbols[pos + 1]]
+        self._cache[word] = symbols
+        return symbols
+
+    def tokenize(self, text: str) -> list[str]:
+        """Token strings of ``text`` (words from :func:`pretokenize`, then :meth:`encode_word`)."""
+        return [t for w in self._words(text) for t in self.encode_word(w)]
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text``."""
+        return [self.vocab[t] for t in self.tokenize(text)]
+
+    def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
+        """Text of a list of ids: join the tokens and turn each ``▁`` back into a space (byte
+        level: turn the characters back into bytes and decode them as UTF-8)."""
+        tokens = []
+        for i in ids:
+            i = int(i)
+            if i not in self.id_to_token:
+                raise ValueError(f"ids: {i} is not a token id (vocabulary size {len(self.vocab)})")
+            tok = self.id_to_token[i]
+            if skip_special_tokens and tok in self.special_tokens:
+                continue
+            tokens.append(tok)
+        if self.byte_level:
+            return self._bytes_to_text(tokens)
+        return "".join(tokens).replace(SPACE, " ").strip()
+
+    def _bytes_to_text(self, tokens: list[str]) -> str:
+        to_byte = {c: b for b, c in bytes_to_unicode().items()}
+        parts, data = [], bytearray()
+        for tok in tokens:
+            if tok in self.special_tokens:  # special tokens are text, not bytes
+                parts.append(data.decode("utf-8", errors="replace") + tok)
+                data = bytearray()
+            else:
+                data.extend(to_byte[c] for c in tok)
+        return "".join(parts) + data.decode("utf-8", errors="replace")

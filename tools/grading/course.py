@@ -1,0 +1,140 @@
+"""What the grader trusts, read once before any student code runs: the official exercise
+templates (as committed), their check calls, and the library and kernel files the sandbox gets.
+
+**Identity**: :meth:`Course.identify` names the lecture of a notebook by its content (the
+official cells it holds), never by its file name or metadata.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from tools.make_exercises import CODE_STUB, MARKDOWN_STUB
+
+from .notebook import Cell, NotGradable, exercise_id
+
+ROOT = Path(__file__).resolve().parents[2]
+EXERCISES = ROOT / "exercises"
+
+
+@dataclass
+class Check:
+    exercise: str
+    function: object  # the official check function
+    args: list  # ("name", student name) or ("value", literal)
+
+
+@dataclass
+class Template:
+    name: str
+    cells: list[Cell]
+    checks: dict[str, Check]  # exercise id -> check
+
+    @property
+    def lecture(self) -> str:
+        return self.name[:2]
+
+
+def _check_call(source: str, imports: dict[str, str], exercise: str) -> Check:
+    """The check a template check cell calls, and where each of its arguments comes from."""
+    calls = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)]
+    call = next(c for c in calls if isinstance(c.func, ast.Name) and c.func.id in imports)
+    module = importlib.import_module(imports[call.func.id])
+    args = [
+        ("name", a.id) if isinstance(a, ast.Name) else ("value", ast.literal_eval(a))
+        for a in call.args
+    ]
+    return Check(exercise, getattr(module, call.func.id), args)
+
+
+def load_template(path: Path, text: str | None = None) -> Template:
+    nb = json.loads(path.read_text() if text is None else text)
+    imports = {}
+    for c in nb["cells"]:
+        if c["cell_type"] == "code":
+            for node in ast.walk(ast.parse("".join(c["source"]))):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                    "course_lib.checks"
+                ):
+                    imports.update({a.asname or a.name: node.module for a in node.names})
+    cells, checks = [], {}
+    for c in nb["cells"]:
+        src = "".join(c["source"])
+        cell = Cell(c["cell_type"], src, c.get("id"), exercise_id(c))
+        cell.answer = CODE_STUB in src or MARKDOWN_STUB in src
+        if cell.exercise and c["cell_type"] == "code":
+            checks[cell.exercise] = _check_call(src, imports, cell.exercise)
+        cells.append(cell)
+    return Template(path.stem, cells, checks)
+
+
+def _official(exercises: Path) -> list[tuple[Path, str | None]]:
+    """The exercise templates as committed (``git ls-files``/``git show HEAD:``) when
+    ``exercises`` is this repository's folder: a student may answer the exercises in place or
+    save notebooks of their own there, and neither must change what the grader trusts. Outside a
+    git clone (or for another folder), the files as they are."""
+    try:
+        rel = exercises.resolve().relative_to(ROOT).as_posix()
+        listed = subprocess.run(["git", "ls-files", "-z", "--", f"{rel}/*.ipynb"], cwd=ROOT,
+                                capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+        names = sorted(n for n in listed.stdout.split("\0") if n)
+        if names:
+            shown = [subprocess.run(["git", "show", f"HEAD:{n}"], cwd=ROOT, capture_output=True,
+                                    text=True, timeout=60, check=True).stdout for n in names]  # fmt: skip
+            return [(ROOT / n, text) for n, text in zip(names, shown, strict=True)]
+    except (ValueError, OSError, subprocess.SubprocessError):
+        pass
+    return [(p, None) for p in sorted(exercises.glob("*.ipynb"))]
+
+
+class Course:
+    """Everything the grader trusts, read once before any student code runs."""
+
+    def __init__(self, exercises: Path = EXERCISES, library: Path = ROOT / "course_lib"):
+        self.templates = {p.stem: load_template(p, text) for p, text in _official(exercises)}
+        self.library = {
+            str(p.relative_to(library.parent)): p.read_bytes()
+            for p in sorted(library.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts
+        }
+        tools = Path(__file__).parents[1]  # tools/, beside this package
+        self.kernel_files = {
+            name: (tools / name).read_bytes() for name in ("grade_kernel.py", "grade_sandbox.py")
+        }
+
+    def identify(self, cells: list[Cell], path: Path) -> Template:
+        """The template whose official cells this notebook holds (by content, not by name)."""
+        sources = {c.source.strip() for c in cells}
+        scores = {
+            name: sum(1 for c in t.cells if not c.answer and c.source.strip() in sources)
+            for name, t in self.templates.items()
+        }
+        best = max(scores.values(), default=0)
+        winners = [n for n, s in scores.items() if s == best]
+        if best == 0:
+            raise NotGradable("it matches none of the course's exercise notebooks")
+        if len(winners) > 1:
+            raise NotGradable(f"it matches several exercise notebooks equally: {winners}")
+        template = self.templates[winners[0]]
+        m = re.match(r"(\d\d)(?!\d)", path.name)
+        if m and m.group(1) != template.lecture:
+            raise NotGradable(
+                f"this is the notebook of lecture {template.lecture} ({template.name}), but the "
+                f"file name says lecture {m.group(1)}"
+            )
+        return template
+
+
+def _course() -> Course:
+    if "course" not in _COURSE:
+        _COURSE["course"] = Course()
+    return _COURSE["course"]
+
+
+_COURSE: dict = {}

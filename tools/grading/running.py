@@ -1,0 +1,153 @@
+"""Grading one notebook (:func:`grade`: identify, plan, run in the sandbox, check here) and a
+class in parallel (:func:`grade_many`: forked copies of the loaded grader, one notebook each).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import multiprocessing.connection
+import secrets
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from .course import Course, _course
+from .notebook import NotGradable, parse_notebook
+from .plan import imports_course_lib, plan
+from .results import Result, _order, _result_from
+from .sandbox import Aborted, Kernel, sandbox_available
+from .verdict import run_check
+
+DEFAULT_TIMEOUT = 300  # seconds for one notebook (all its cells and checks)
+DEFAULT_MEMORY_MB = 4096
+
+
+def grade(
+    path: Path,
+    timeout: float = DEFAULT_TIMEOUT,
+    *,
+    memory_mb: int = DEFAULT_MEMORY_MB,
+    hidden_seed: int | None = None,
+    sandbox: bool | None = None,
+    course: Course | None = None,
+) -> Result:
+    """Grade one notebook file; never raises for anything the file contains."""
+    started = time.monotonic()
+    path = Path(path)
+    course = course or _course()
+    result = Result(str(path), None)
+    try:
+        cells = parse_notebook(path.read_bytes())
+        template = course.identify(cells, path)
+    except NotGradable as exc:
+        result.error = f"not gradable: {exc}"
+        return result
+    except OSError as exc:
+        result.error = f"not gradable: cannot read the file ({exc.strerror})"
+        return result
+    result.lecture = template.name
+    steps = plan(cells, template)
+    if sandbox is None:
+        sandbox = sandbox_available()[0]
+    if not sandbox:
+        result.notes.append("no sandbox: " + (sandbox_available()[1] or "disabled"))
+    seed = secrets.randbelow(2**31 - 1) + 1 if hidden_seed is None else hidden_seed
+    try:
+        kernel = Kernel(course, timeout, memory_mb, sandbox)
+    except OSError as exc:  # no temporary space, no process: the grader's problem, said so
+        result.error = f"not gradable: could not start a Python process for it ({exc})"
+        return result
+    last_error: dict | None = None
+    flagged: set[str] = set()
+    pending_flag = False
+    try:
+        for step in steps:
+            if step.kind == "run":
+                if step.student and imports_course_lib(step.source):
+                    pending_flag = True
+                reply = kernel.request({"op": "run", "code": step.source})
+                if step.student:
+                    last_error = (
+                        reply.get("error") if isinstance(reply.get("error"), dict) else None
+                    )
+                continue
+            if pending_flag:
+                flagged.add(step.exercise)
+                pending_flag = False
+            ok, why = run_check(kernel, template.checks[step.exercise], seed)
+            if not ok and why.endswith("when the check runs"):
+                if last_error:
+                    why += (
+                        f"; the cell before it raised {last_error.get('type')}: "
+                        f"{str(last_error.get('message'))[:200]}"
+                    )
+                why += (
+                    ".\nHint: define it in the answer cell above the check, spelled as in the "
+                    "exercise, and make sure that cell runs without an error."
+                )
+            result.exercises[step.exercise] = (ok, why)
+    except Aborted as exc:
+        result.notes.append(str(exc))
+        for ex in template.checks:
+            if ex not in result.exercises:
+                result.exercises[ex] = (False, f"not graded: {exc}")
+                break
+        for ex in template.checks:
+            result.exercises.setdefault(ex, (False, f"not graded: {exc} earlier"))
+    finally:
+        kernel.close()
+    for ex in template.checks:  # a check step is planned for every exercise; belt and braces
+        result.exercises.setdefault(ex, (False, "the check cell did not run"))
+    result.uses_course_lib = sorted(flagged, key=_order)
+    result.seconds = round(time.monotonic() - started, 2)
+    return result
+
+
+def _worker(conn, path: str, options: dict) -> None:
+    try:
+        result = grade(Path(path), **options)
+    except BaseException as exc:  # report, never hang the parent
+        result = Result(path, None, error=f"not gradable: the grader failed ({exc!r:.200})")
+    conn.send_bytes(json.dumps(asdict(result)).encode())
+    conn.close()
+
+
+def grade_many(paths: list[Path], jobs: int, **options) -> list[Result]:
+    """Grade notebooks in parallel, each in a forked copy of this (already loaded) grader."""
+    course = _course()  # loaded before any student code runs; forked children share it
+    sandbox_available()
+    if jobs <= 1 or len(paths) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return [grade(p, course=course, **options) for p in paths]
+    ctx = multiprocessing.get_context("fork")
+    limit = options.get("timeout", DEFAULT_TIMEOUT) + 120
+    results: dict[int, Result] = {}
+    running: dict = {}  # connection -> (index, process, start)
+    queue = list(enumerate(paths))
+    while queue or running:
+        while queue and len(running) < jobs:
+            i, p = queue.pop(0)
+            parent, child = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_worker, args=(child, str(p), options), daemon=True)
+            proc.start()
+            child.close()
+            running[parent] = (i, proc, time.monotonic())
+        ready = multiprocessing.connection.wait(list(running), timeout=1.0)
+        for conn in ready:
+            i, proc, _ = running.pop(conn)
+            try:
+                results[i] = _result_from(json.loads(conn.recv_bytes()))
+            except (EOFError, OSError, ValueError):
+                proc.join(5)
+                results[i] = Result(
+                    str(paths[i]), None,
+                    error=f"not gradable: the grader's worker died (exit code {proc.exitcode})",
+                )  # fmt: skip
+            proc.join(5)
+        for conn, (i, proc, start) in list(running.items()):
+            if time.monotonic() - start > limit:
+                proc.kill()
+                proc.join(5)
+                running.pop(conn)
+                results[i] = Result(str(paths[i]), None, error=f"timed out after {limit:g} s")
+    return [results[i] for i in range(len(paths))]

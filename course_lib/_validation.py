@@ -189,3 +189,54 @@ def check_finite_loss(loss, step: int):
             "lower lr, or clip gradients"
         )
     return loss
+
+
+def check_module(module, name: str = "model"):
+    """Return ``module`` if it is a ``torch.nn.Module``, else a ``TypeError`` naming it."""
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(f"{name} must be a torch.nn.Module, got {type(module).__name__}")
+    return module
+
+
+def check_callable(fn, name: str, what: str = "callable"):
+    """Return ``fn`` if it is callable, else a ``TypeError`` saying what it should be."""
+    if not callable(fn):
+        raise TypeError(f"{name} must be {what}, got {type(fn).__name__}")
+    return fn
+
+
+def check_str(text, name: str) -> str:
+    """Return ``text`` if it is a ``str``, else a ``TypeError`` naming it."""
+    if not isinstance(text, str):
+        raise TypeError(f"{name} must be a str, got {type(text).__name__}")
+    return text
+
+
+def check_tensor(x, name: str, ndim: int | None, layout: str) -> torch.Tensor:
+    """Return ``x`` if it is a torch tensor with ``ndim`` axes (None: any), else raise naming it
+    and the ``layout`` it needs (e.g. ``"(batch, n)"``). Checks type and rank only: no data scan."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor {layout}, got {type(x).__name__}")
+    if ndim is not None and x.ndim != ndim:
+        raise ValueError(f"{name} must have shape {layout}, got {tuple(x.shape)}")
+    return x
+
+
+def check_token_ids(ids, name: str, layout: str = "(batch, n)", vocab_size: int | None = None):
+    """Return ``ids`` if it is a non-empty ``torch.long`` tensor of the ``layout``'s rank whose
+    values lie in ``[0, vocab_size)``; else a ``TypeError``/``ValueError`` naming it. The range
+    check reads the ids once (a few numbers per position, nothing next to the model)."""
+    ndim = layout.count(",") + 1
+    if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long:
+        got = f"{ids.dtype} tensor" if isinstance(ids, torch.Tensor) else type(ids).__name__
+        raise TypeError(f"{name} must be a torch.long tensor of token ids {layout}, got {got}")
+    if ids.ndim != ndim or ids.numel() == 0:
+        raise ValueError(
+            f"{name} must have shape {layout} with no empty axis, got {tuple(ids.shape)}"
+        )
+    if vocab_size is not None and (ids.min() < 0 or ids.max() >= vocab_size):
+        raise ValueError(
+            f"{name} must lie in [0, vocab_size={vocab_size}), got ids from {int(ids.min())} "
+            f"to {int(ids.max())}"
+        )
+    return ids

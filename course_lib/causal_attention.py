@@ -30,7 +30,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ._validation import check_positive_int
+from ._validation import check_positive_int, check_tensor
 from .grouped_query import repeat_kv  # one repeat_kv for the course (numpy and torch)
 
 __all__ = ["KVCache", "LayerKVCache", "CausalSelfAttention", "causal_mask_from"]
@@ -56,6 +56,11 @@ class LayerKVCache:
     def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Add ``k``, ``v`` ``(batch, kv_heads, n_new, d_head)``; return the keys and values of
         every position seen so far ``(batch, kv_heads, n_seen + n_new, d_head)``."""
+        layout = "(batch, kv_heads, n_new, d_head)"
+        check_tensor(k, "k", 4, layout)
+        if not isinstance(v, torch.Tensor) or v.shape != k.shape:
+            got = tuple(v.shape) if isinstance(v, torch.Tensor) else type(v).__name__
+            raise ValueError(f"v must have the shape of k {tuple(k.shape)}, got {got}")
         if self.keys is None:
             self.keys, self.values = k, v
         else:
@@ -85,6 +90,7 @@ class KVCache:
 
     def layer(self, index: int) -> LayerKVCache:
         """The cache of layer ``index`` (0-based), created if it is the next one."""
+        index = check_positive_int(index, "index", allow_zero=True)
         if index == len(self.layers):
             self.layers.append(LayerKVCache())
         if not 0 <= index < len(self.layers):
@@ -111,6 +117,8 @@ def causal_mask_from(
 ) -> torch.Tensor:
     """Boolean mask ``(n_new, start + n_new)``, True = may attend: the query at absolute position
     ``start + i`` sees the keys at positions ``0 .. start + i``."""
+    start = check_positive_int(start, "start", allow_zero=True)
+    n_new = check_positive_int(n_new, "n_new")
     return torch.ones(n_new, start + n_new, dtype=torch.bool, device=device).tril(diagonal=start)
 
 

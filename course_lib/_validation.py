@@ -226,7 +226,7 @@ def check_token_ids(ids, name: str, layout: str = "(batch, n)", vocab_size: int 
     """Return ``ids`` if it is a non-empty ``torch.long`` tensor of the ``layout``'s rank whose
     values lie in ``[0, vocab_size)``; else a ``TypeError``/``ValueError`` naming it. The range
     check reads the ids once (a few numbers per position, nothing next to the model)."""
-    ndim = layout.count(",") + 1
+    ndim = len([axis for axis in layout.strip("()").split(",") if axis.strip()])
     if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long:
         got = f"{ids.dtype} tensor" if isinstance(ids, torch.Tensor) else type(ids).__name__
         raise TypeError(f"{name} must be a torch.long tensor of token ids {layout}, got {got}")
@@ -240,3 +240,65 @@ def check_token_ids(ids, name: str, layout: str = "(batch, n)", vocab_size: int 
             f"to {int(ids.max())}"
         )
     return ids
+
+
+def check_index(value, name: str, size: int, size_name: str) -> int:
+    """Return ``value`` if it is an integer in ``[0, size)``, else raise naming both numbers."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    if not 0 <= value < size:
+        raise ValueError(f"{name} must be in [0, {size_name}={size}), got {value}")
+    return int(value)
+
+
+def checkpoint_path(path, default):
+    """The checkpoint file to load: ``default`` for None, else ``path`` if it names an existing
+    file; a ``TypeError``/``FileNotFoundError`` naming ``path`` otherwise."""
+    from pathlib import Path
+
+    if path is None:
+        return default
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path must be a str or pathlib.Path, got {type(path).__name__}")
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"path {str(path)!r}: no such checkpoint file")
+    return path
+
+
+def check_checkpoint(ckpt, keys: tuple[str, ...], path, kind: str, config_fields=None) -> dict:
+    """``ckpt`` if it is a dict holding ``keys`` (and, given ``config_fields``, a ``"config"``
+    with no other field), else a ``ValueError`` saying what it is not."""
+    missing = [k for k in keys if not isinstance(ckpt, dict) or k not in ckpt]
+    extra = (
+        [] if missing or config_fields is None else sorted(set(ckpt["config"]) - set(config_fields))
+    )
+    if missing or extra:
+        lacks = f"it lacks {missing}" if missing else f"its config has the fields {extra}"
+        raise ValueError(
+            f"path {str(path)!r} is not a {kind} checkpoint: {lacks} (another model's?)"
+        )
+    return ckpt
+
+
+def check_src_mask(src: torch.Tensor, src_mask) -> torch.Tensor:
+    """A boolean ``(batch, S)`` mask of the real source tokens, the first of each row real."""
+    if not isinstance(src_mask, torch.Tensor) or src_mask.dtype != torch.bool:
+        raise TypeError(
+            "src_mask must be a boolean tensor (True = real token), e.g. batch.src_mask"
+        )
+    if src_mask.shape != src.shape:
+        raise ValueError(
+            f"src_mask must have the shape of src {tuple(src.shape)}, got {tuple(src_mask.shape)}"
+        )
+    if not src_mask[:, 0].all():
+        raise ValueError("src_mask must mark at least the first token of every sentence as real")
+    return src_mask
+
+
+def check_translation_sizes(src_vocab: int, tgt_vocab: int, pad_id: int, **sizes: int) -> None:
+    """Vocabulary sizes and layer widths of a translation model: positive integers, with
+    ``pad_id`` a valid id of both vocabularies."""
+    for name, value in {"src_vocab": src_vocab, "tgt_vocab": tgt_vocab, **sizes}.items():
+        check_positive_int(value, name)
+    check_index(pad_id, "pad_id", src_vocab, "src_vocab")
+    check_index(pad_id, "pad_id", tgt_vocab, "tgt_vocab")

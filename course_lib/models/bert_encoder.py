@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .._validation import check_positive_int
+from .._validation import check_dropout, check_positive_int, check_positive_number
 from ..layers import Encoder
 from ..layers.feedforward import ACTIVATIONS as FFN_ACTIVATIONS
 
@@ -71,6 +71,8 @@ class BertEncoderConfig:
             raise ValueError(
                 f"hidden_act must be one of {sorted(ACTIVATIONS)}, got {self.hidden_act!r}"
             )
+        check_dropout(self.hidden_dropout_prob, "hidden_dropout_prob")
+        check_positive_number(self.layer_norm_eps, "layer_norm_eps")
 
 
 @dataclass
@@ -214,6 +216,12 @@ def without_heads(encoder: BertEncoder, heads) -> BertEncoder:
     """
     import copy
 
+    if not isinstance(encoder, BertEncoder):
+        raise TypeError(f"encoder must be a BertEncoder, got {type(encoder).__name__}")
+    if isinstance(heads, tuple) or not all(
+        isinstance(p, (tuple, list)) and len(p) == 2 for p in heads
+    ):
+        raise TypeError(f"heads must be a list of (layer, head) pairs, got {heads!r:.60}")
     cfg = encoder.config
     d_head = cfg.hidden_size // cfg.num_attention_heads
     new = copy.deepcopy(encoder)
@@ -231,6 +239,11 @@ def without_heads(encoder: BertEncoder, heads) -> BertEncoder:
 
 def hf_state_dict_to_ours(state: dict, num_layers: int) -> dict:
     """Rename a ``transformers.BertModel`` state dict (keys as in :meth:`BertEncoder.from_hf`)."""
+    if not isinstance(state, dict):
+        raise TypeError(
+            f"state must be a dict name -> tensor (a state_dict()), got {type(state).__name__}"
+        )
+    check_positive_int(num_layers, "num_layers")
     names = {
         "embeddings.word_embeddings": "word_embeddings",
         "embeddings.position_embeddings": "position_embeddings",

@@ -18,7 +18,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validation import check_positive_int
+from .._validation import (
+    check_callable,
+    check_dropout,
+    check_positive_int,
+    check_positive_number,
+    check_tensor,
+)
 
 __all__ = [
     "mean_pool",
@@ -35,13 +41,20 @@ def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tenso
 
     Padded positions (mask 0) are left out of both the sum and the count.
     """
-    if hidden.ndim != 3 or attention_mask.shape != hidden.shape[:2]:
+    check_tensor(hidden, "hidden", 3, "(batch, n, H)")
+    check_tensor(attention_mask, "attention_mask", None, "(batch, n)")
+    if attention_mask.shape != hidden.shape[:2]:
         raise ValueError(
             f"hidden must be (batch, n, H) and attention_mask (batch, n), got "
             f"{tuple(hidden.shape)} and {tuple(attention_mask.shape)}"
         )
     m = attention_mask.to(hidden.dtype)[..., None]  # (batch, n, 1)
-    return (hidden * m).sum(1) / m.sum(1).clamp(min=1)
+    empty = (m.sum(1)[:, 0] == 0).nonzero()
+    if len(empty):
+        raise ValueError(
+            f"attention_mask: row {int(empty[0])} has no real token (all 0); its mean is undefined"
+        )
+    return (hidden * m).sum(1) / m.sum(1)
 
 
 class BertClassifier(nn.Module):
@@ -62,7 +75,7 @@ class BertClassifier(nn.Module):
         super().__init__()
         self.layers = nn.ModuleList(layers)
         self.pooler = nn.Linear(check_positive_int(hidden_size, "hidden_size"), hidden_size)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(check_dropout(dropout))
         self.classifier = nn.Linear(hidden_size, check_positive_int(num_classes, "num_classes"))
 
     def forward(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -96,6 +109,11 @@ def accuracy_ci(correct, z: float = 1.96) -> tuple[float, float, float]:
     n = c.size
     if n == 0:
         raise ValueError("correct must contain at least one prediction")
+    if not np.isin(c, (0.0, 1.0)).all():
+        raise ValueError(
+            f"correct must hold 0/1 (or False/True) per prediction, got values {c[:5].tolist()}"
+        )
+    check_positive_number(z, "z")
     p = c.mean()
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
@@ -104,8 +122,21 @@ def accuracy_ci(correct, z: float = 1.96) -> tuple[float, float, float]:
 
 def confusion_matrix(labels, predictions, num_classes: int) -> np.ndarray:
     """``(C, C)`` counts: row = true class, column = predicted class."""
+    num_classes = check_positive_int(num_classes, "num_classes")
+    pairs = {"labels": np.asarray(labels), "predictions": np.asarray(predictions)}
+    if pairs["labels"].shape != pairs["predictions"].shape:
+        raise ValueError(
+            "labels and predictions must have the same length, got "
+            f"{pairs['labels'].size} and {pairs['predictions'].size}"
+        )
+    for name, v in pairs.items():
+        bad = v[(v < 0) | (v >= num_classes)] if v.dtype.kind in "iu" else v.ravel()
+        if bad.size:
+            raise ValueError(
+                f"{name} must lie in [0, num_classes={num_classes}), got {bad[0].item()!r}"
+            )
     out = np.zeros((num_classes, num_classes), dtype=np.int64)
-    np.add.at(out, (np.asarray(labels), np.asarray(predictions)), 1)
+    np.add.at(out, (pairs["labels"], pairs["predictions"]), 1)
     return out
 
 
@@ -116,6 +147,11 @@ def encode_sentences(tokenizer, texts, max_len: int = 64, batch_size: int = 64, 
     ``token_type_ids``, ``attention_mask`` ``(b, n)``; ``order[k]`` is the index in ``texts`` of
     the k-th row over all batches (sorting by length wastes less work on padding).
     """
+    check_callable(tokenizer, "tokenizer", "a Hugging Face tokenizer (callable)")
+    if isinstance(texts, str):
+        raise TypeError(f"texts must be a list of str, got the str {texts!r:.40}; wrap it in [...]")
+    max_len = check_positive_int(max_len, "max_len")
+    batch_size = check_positive_int(batch_size, "batch_size")
     items = list(texts) if pairs is None else list(pairs)
     if pairs is None:
         enc = [tokenizer(t, truncation=True, max_length=max_len) for t in items]

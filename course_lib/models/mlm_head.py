@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validation import check_positive_int
+from .._validation import check_positive_int, check_positive_number
 
 __all__ = ["MlmHead"]
 
@@ -35,6 +35,7 @@ class MlmHead(nn.Module):
         super().__init__()
         self.hidden_size = check_positive_int(hidden_size, "hidden_size")
         self.vocab_size = check_positive_int(vocab_size, "vocab_size")
+        check_positive_number(layer_norm_eps, "layer_norm_eps")
         self.dense = nn.Linear(hidden_size, hidden_size)
         self.norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
         self.bias = nn.Parameter(torch.zeros(vocab_size))

@@ -302,3 +302,26 @@ def check_translation_sizes(src_vocab: int, tgt_vocab: int, pad_id: int, **sizes
         check_positive_int(value, name)
     check_index(pad_id, "pad_id", src_vocab, "src_vocab")
     check_index(pad_id, "pad_id", tgt_vocab, "tgt_vocab")
+
+
+def check_choice(value, name: str, choices, where: str = ""):
+    """Return ``value`` if it is one of ``choices`` (str keys), else a ``ValueError`` listing them."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {sorted(choices)}{where}, got {value!r}")
+    return value
+
+
+def check_type(value, name: str, kind: type):
+    """Return ``value`` if it is a ``kind``, else a ``TypeError`` naming it and what it got."""
+    if not isinstance(value, kind):
+        raise TypeError(
+            f"{name} must be a {kind.__name__}, got {type(value).__name__} {value!r:.40}"
+        )
+    return value
+
+
+def check_probability(p, name: str) -> float:
+    """Return ``p`` as a float if it is a probability in ``[0, 1]``, else raise naming it."""
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"{name} must be a probability in [0, 1], got {p!r}")
+    return float(p)

@@ -6,13 +6,12 @@ result instead would be a silent wrong answer (issue 18)."""
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
+from course_lib import pretrained, training
 from course_lib.causal_attention import (
     CausalSelfAttention,
     KVCache,
@@ -28,9 +27,20 @@ from course_lib.data.translation import sampling as ts
 from course_lib.layers import attention as la
 from course_lib.layers import counting, from_torch, stacks
 from course_lib.layers.residual import residual
-from course_lib.models import bert, bert_encoder, classifier, configs, decoding, generation
-from course_lib.models import gpt, mlm_head, modern, ngram, seq2seq, transformer
-from course_lib import pretrained, training
+from course_lib.models import (
+    bert,
+    bert_encoder,
+    classifier,
+    configs,
+    decoding,
+    generation,
+    gpt,
+    mlm_head,
+    modern,
+    ngram,
+    seq2seq,
+    transformer,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Small objects the rows need (built once; every one is tiny and seeded).
@@ -59,7 +69,7 @@ BIGRAM_LM = ngram.bigram_lm(torch.tensor([0, 1, 2, 1]), 3)
 RNG = np.random.default_rng(0)
 DOCS = [["a b .", "c d ."], ["e f .", "g h ."]]
 NP_ = tg.NP("cat")
-VP_ = tg.VP("sees", tg.NP("dog"))
+VP_ = tg.VP("saw", tg.NP("dog"))
 CLAUSE = tg.Clause(NP_, VP_)
 
 
@@ -94,6 +104,10 @@ def _opt(model: nn.Module) -> torch.optim.Optimizer:
     return torch.optim.SGD(model.parameters(), lr=0.1)
 
 
+PT_TOK = pt.pretraining_tokenizer(300)
+LM_TOK = lm.lm_tokenizer(260)
+PT_DATA = pt.PretrainingData(PT_TOK, DOCS, max_len=16)
+PAIRS = [("a b", "c"), ("b a", "c c")]
 LIN = nn.Linear(2, 1)
 X2 = torch.ones(3, 2)
 
@@ -396,6 +410,139 @@ CASES = [
     (transformer.TransformerTranslator, (10, 10), {"pad_id": 10}, ValueError,
      "pad_id must be in [0, src_vocab=10), got 10"),
     (transformer.TransformerTranslator, (10, 10), {"max_len": 0}, ValueError, "max_len must be >= 1, got 0"),
+    # data.docstrings
+    (ds.load_topic_sentences, ("dev",), {}, ValueError,
+     "split must be one of ('train', 'validation', 'test'), got 'dev'"),
+    (ds.load_topic_sentences, (3,), {}, ValueError, "split must be one of"),
+    (ds.load_topic_sentences, (None,), {}, ValueError, "got None"),
+    (ds.topic_documents, ("Train",), {}, ValueError, "split must be one of"),
+    (ds.topic_documents, (["train"],), {}, ValueError, "got ['train']"),
+    (ds.topic_documents, ("",), {}, ValueError, "got ''"),
+    (ds.sentence_pairs, ("dev",), {}, ValueError, "split must be one of"),
+    (ds.sentence_pairs, ("train",), {"seed": -1}, ValueError, "seed must be >= 0, got -1"),
+    (ds.sentence_pairs, ("train",), {"seed": "a"}, TypeError, "seed must be an integer, got str"),
+    # data.language_modeling
+    (lm.lm_tokenizer, (100,), {}, ValueError, "vocab_size must be >= 257 (1 special token + 256 bytes)"),
+    (lm.lm_tokenizer, (0,), {}, ValueError, "vocab_size must be >= 1, got 0"),
+    (lm.lm_tokenizer, (512.0,), {}, TypeError, "vocab_size must be an integer, got float"),
+    (lm.lm_corpus, (100,), {}, ValueError, "vocab_size must be >= 257"),
+    (lm.lm_corpus, (-5,), {}, ValueError, "vocab_size must be >= 1, got -5"),
+    (lm.lm_corpus, ("1024",), {}, TypeError, "vocab_size must be an integer, got str"),
+    (lm.encode_documents, (LM_TOK, "one document"), {}, TypeError,
+     "documents must be a list of tokens, got the str 'one document'"),
+    (lm.encode_documents, (PT_TOK, ["a"]), {}, ValueError,
+     "tokenizer must know <|endoftext|> (a BPETokenizer from lm_tokenizer()), got BPETokenizer"),
+    (lm.encode_documents, (None, ["a"]), {}, ValueError, "tokenizer must know <|endoftext|>"),
+    (lm.random_windows, (torch.arange(10), 0, 3), {}, ValueError, "batch_size must be >= 1, got 0"),
+    (lm.random_windows, (torch.arange(3), 2, 3), {}, ValueError,
+     "ids must be 1-D with at least length + 1 = 4 tokens"),
+    (lm.random_windows, ([1, 2, 3, 4], 1, 2), {}, TypeError,
+     "ids must be a torch.long tensor of token ids (n,), got list"),
+    (lm.random_windows, (torch.arange(10)[None], 1, 2), {}, ValueError, "ids must have shape (n,)"),
+    (lm.bits_per_char, (1.0, 10, 0), {}, ValueError, "n_chars must be >= 1, got 0"),
+    (lm.bits_per_char, (-1.0, 10, 30), {}, ValueError, "nats_per_token must be a finite loss >= 0, got -1.0"),
+    (lm.bits_per_char, (float("nan"), 10, 30), {}, ValueError, "nats_per_token must be a finite loss >= 0"),
+    (lm.bits_per_char, (torch.tensor(1.0), 10, 30), {}, TypeError,
+     "nats_per_token must be a number, got Tensor"),
+    (lm.evaluate_lm, (GPT_S, torch.arange(5)), {"block": 0}, ValueError, "block must be >= 1, got 0"),
+    (lm.evaluate_lm, (None, torch.arange(5)), {}, TypeError, "model must be a torch.nn.Module"),
+    (lm.evaluate_lm, (GPT_S, torch.tensor([1])), {}, ValueError,
+     "ids must hold at least 2 tokens (one to predict), got 1"),
+    (lm.evaluate_lm, (GPT_S, IDS), {}, ValueError, "ids must have shape (n,)"),
+    (lm.known_word_fraction, ("1 2 3", "the cat"), {}, ValueError, "texts contain no words"),
+    (lm.known_word_fraction, (3, "the cat"), {}, TypeError, "texts must be a list of tokens, got int"),
+    (lm.known_word_fraction, (["a cat", None], "the cat"), {}, TypeError, "texts[1] must be a str, got NoneType"),
+    (lm.known_word_fraction, ("a cat", None), {}, TypeError, "reference must be a list of tokens, got NoneType"),
+    # data.pretraining
+    (pt.split_documents, ("abc",), {}, TypeError, "documents must be a list of tokens, got the str 'abc'"),
+    (pt.split_documents, (DOCS,), {"every": 1}, ValueError, "every must be >= 2, got 1"),
+    (pt.split_documents, (DOCS,), {"every": 0}, ValueError, "every must be >= 1, got 0"),
+    (pt.pretraining_tokenizer, (0,), {}, ValueError, "vocab_size must be >= 1, got 0"),
+    (pt.pretraining_tokenizer, (2.5,), {}, TypeError, "vocab_size must be an integer, got float"),
+    (pt.pretraining_tokenizer, (3,), {}, ValueError, "vocab_size must be >= 83 (5 special tokens + the corpus's characters), got 3"),
+    (pt.make_nsp_pair, (DOCS, 5, 0, RNG), {}, ValueError, "doc must be in [0, 2), got 5"),
+    (pt.make_nsp_pair, (DOCS, 0, 1, RNG), {}, ValueError,
+     "index must be in [0, 1) so that a next sentence exists, got 1"),
+    (pt.make_nsp_pair, (DOCS, 0, 0, None), {}, TypeError, "rng must be a Generator, got NoneType"),
+    (pt.make_nsp_pair, (DOCS[:1], 0, 0, RNG), {}, ValueError, "documents must hold at least 2 documents"),
+    (pt.make_nsp_pair, (DOCS, 0.0, 0, RNG), {}, TypeError, "doc must be an integer, got float"),
+    (pt.PretrainingData, (PT_TOK, DOCS), {"max_len": 4}, ValueError,
+     "max_len must be >= 5 (3 special tokens + 2 words), got 4"),
+    (pt.PretrainingData, (PT_TOK, DOCS), {"mask_prob": 1.5}, ValueError,
+     "mask_prob must be a probability in [0, 1], got 1.5"),
+    (pt.PretrainingData, (PT_TOK, DOCS[:1]), {}, ValueError, "documents must hold >= 2 documents"),
+    (pt.PretrainingData, (LM_TOK, DOCS), {}, ValueError,
+     "tokenizer must know BERT's special tokens (pretraining_tokenizer()); BPETokenizer lacks"),
+    (PT_DATA.example, (RNG,), {"position": 9}, ValueError, "position must be in [0, 2), got 9"),
+    (PT_DATA.example, (None,), {}, TypeError, "rng must be a Generator, got NoneType"),
+    (PT_DATA.example, (RNG,), {"position": -1}, ValueError, "position must be >= 0, got -1"),
+    (PT_DATA.batch, (0, RNG), {}, ValueError, "batch_size must be >= 1, got 0"),
+    (PT_DATA.batch, (2, 0), {}, TypeError, "rng must be a Generator, got int"),
+    (PT_DATA.batch, (2.0, RNG), {}, TypeError, "batch_size must be an integer, got float"),
+    # data.translation.batches
+    (tb.Vocab, ("abc",), {}, TypeError, "tokens must be an iterable of str tokens, got the str 'abc'"),
+    (tb.Vocab, ([1, 2],), {}, TypeError, "each token must be a str, got int"),
+    (tb.Vocab, (None,), {}, TypeError, "tokens must be an iterable of str tokens, got NoneType"),
+    (tb.Vocab.build, ("a b c",), {}, TypeError, "sentences must be a list of str, got the str 'a b c'"),
+    (tb.Vocab.build, (["a b"],), {"min_freq": 0}, ValueError, "min_freq must be >= 1, got 0"),
+    (tb.Vocab.build, ([3],), {}, TypeError, "sentence must be a str, got int"),
+    (VOCAB.encode, (3,), {}, TypeError, "sentence must be a list of tokens, got int"),
+    (VOCAB.encode, ([1, 2],), {}, TypeError, "each token of sentence must be a str, got int"),
+    (VOCAB.encode, (None,), {}, TypeError, "sentence must be a list of tokens, got NoneType"),
+    (VOCAB.decode, ("4 5",), {}, TypeError, "ids must be a list of tokens, got the str '4 5'"),
+    (VOCAB.decode, ([4.5],), {}, TypeError, "ids must be integer token ids, got float 4.5"),
+    (VOCAB.decode, (4,), {}, TypeError, "ids must be a list of tokens, got int"),
+    (tb.batch_iterator, (PAIRS, VOCAB, VOCAB, 3), {}, ValueError, "need at least batch_size=3 pairs, got 2"),
+    (tb.batch_iterator, (PAIRS, VOCAB, VOCAB, 0), {}, ValueError, "batch_size must be >= 1, got 0"),
+    (tb.batch_iterator, (PAIRS, None, VOCAB, 1), {}, TypeError, "src_vocab must be a Vocab, got NoneType"),
+    (tb.batch_iterator, (PAIRS, VOCAB, VOCAB, 1), {"bucket": 0}, ValueError, "bucket must be >= 1, got 0"),
+    # data.translation.grammar
+    (tg.NP, ("unicorn",), {}, ValueError, "noun must be one of ['armchair',"),
+    (tg.NP, ("cat",), {"adjs": "red"}, TypeError, "adjs must be a tuple, got str 'red'"),
+    (tg.NP, ("cat",), {"adjs": ("purple",)}, ValueError, "adjs[i] must be one of"),
+    (tg.NP, ("cat",), {"rel": "that sat"}, TypeError, "rel must be a VP, got str"),
+    (tg.VP, ("sat", tg.NP("mat")), {}, ValueError,
+     "prep must be one of ['in', 'on'] for the place verb 'sat', got None"),
+    (tg.VP, ("ate", tg.NP("mat")), {}, ValueError, "verb must be one of"),
+    (tg.VP, ("saw", "the dog"), {}, TypeError, "obj must be a NP, got str 'the dog'"),
+    (tg.Clause, ("cat", VP_), {}, TypeError, "subj must be a NP, got str 'cat'"),
+    (tg.Clause, (NP_, NP_), {}, TypeError, "vp must be a VP, got NP"),
+    (tg.Clause, (NP_, None), {}, TypeError, "vp must be a VP, got NoneType"),
+    (tg.Sentence, ((),), {}, ValueError, "clauses is empty; a sentence needs at least one Clause"),
+    (tg.Sentence, ([CLAUSE],), {}, TypeError, "clauses must be a tuple, got list"),
+    (tg.Sentence, ((CLAUSE, CLAUSE),), {}, ValueError,
+     "connector must be one of ['and', 'because', 'but'], got None"),
+    (tg.Sentence, ((CLAUSE, "and it slept"), "and"), {}, TypeError, "clauses[i] must be a Clause, got str"),
+    (tg.realize, (CLAUSE, "de"), {}, ValueError, "lang must be 'en', 'fr' or 'ru', got 'de'"),
+    (tg.realize, ("the cat saw the dog", "fr"), {}, TypeError, "sentence must be a Sentence or Clause, got str"),
+    (tg.realize, (NP_, "en"), {}, TypeError, "sentence must be a Sentence or Clause, got NP"),
+    # data.translation.sampling
+    (ts.sample_sentence, (None,), {}, TypeError, "rng must be a Random, got NoneType"),
+    (ts.sample_sentence, (RNG,), {}, TypeError, "rng must be a Random, got Generator"),
+    (ts.sample_sentence, (0,), {}, TypeError, "rng must be a Random, got int"),
+    (ts.make_translation_data, ("de",), {"n_train": 10, "n_test": 2}, ValueError,
+     "target must be one of ('fr', 'ru'), got 'de'"),
+    (ts.make_translation_data, (), {"n_train": 0}, ValueError, "n_train must be >= 1, got 0"),
+    (ts.make_translation_data, (), {"n_test": -1}, ValueError, "n_test must be >= 1, got -1"),
+    (ts.make_translation_data, (), {"n_train": 10, "n_test": 2, "max_len": 0}, ValueError,
+     "max_len must be >= 1, got 0"),
+    # pretrained (every check runs before MiniLM is loaded)
+    (pretrained.encode, (3,), {}, TypeError, "text must be a str, got int"),
+    (pretrained.encode, (None,), {}, TypeError, "text must be a str, got NoneType"),
+    (pretrained.encode, (["a", "b"],), {}, TypeError, "text must be a str, got list"),
+    (pretrained.word_vectors, (3, "cat"), {}, TypeError, "sentence must be a str, got int"),
+    (pretrained.word_vectors, ("the cat", ["cat"]), {}, TypeError, "word must be a str, got list"),
+    (pretrained.word_vectors, ("the cat", "cat"), {"occurrence": -1}, ValueError,
+     "occurrence must be >= 0, got -1"),
+    (pretrained.cosine_by_layer, (None, "the cat", "cat"), {}, TypeError, "sentence_a must be a str, got NoneType"),
+    (pretrained.cosine_by_layer, ("the cat", 3, "cat"), {}, TypeError, "sentence_b must be a str, got int"),
+    (pretrained.cosine_by_layer, ("the cat", "a cat", 3), {}, TypeError, "word must be a str, got int"),
+    (pretrained.attention_maps, (3,), {}, TypeError, "sentence must be a str, got int"),
+    (pretrained.attention_maps, (None,), {}, TypeError, "sentence must be a str, got NoneType"),
+    (pretrained.attention_maps, (["the", "cat"],), {}, TypeError, "sentence must be a str, got list"),
+    (pretrained.fill_mask, ("no mask here",), {}, ValueError, "text must contain exactly one [MASK], got 0"),
+    (pretrained.fill_mask, ("a [MASK] b",), {"top_k": 0}, ValueError, "top_k must be >= 1, got 0"),
+    (pretrained.fill_mask, (3,), {}, TypeError, "text must be a str, got int"),
 ]  # fmt: skip
 
 

@@ -89,14 +89,36 @@ def check_heads(d_model: int, num_heads: int) -> None:
         )
 
 
-def check_features(x, name: str, d_model: int):
+def check_features(x, name: str, d_model: int, size_name: str = "d_model"):
     """Return ``x`` if it is a torch tensor ``(batch, n, d_model)``, else raise naming it."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if x.ndim != 3 or x.shape[-1] != d_model:
         raise ValueError(
-            f"{name} must have shape (batch, n, d_model={d_model}), got {tuple(x.shape)}"
+            f"{name} must have shape (batch, n, {size_name}={d_model}), got {tuple(x.shape)}"
         )
+    return x
+
+
+def check_last_dim(x, name: str, size: int, size_name: str = "d_model"):
+    """Return ``x`` if it is a floating torch tensor ``(..., size)``, else raise naming it."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(
+            f"{name} must be a torch.Tensor (..., {size_name}={size}), got {type(x).__name__}"
+        )
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating tensor, got {x.dtype}")
+    if x.ndim == 0 or x.shape[-1] != size:
+        raise ValueError(f"{name} must end with {size_name}={size}, got {tuple(x.shape)}")
+    return x
+
+
+def check_shape(x, name: str, layout: str, shape: tuple) -> torch.Tensor:
+    """Return ``x`` if it is a torch tensor whose shape matches ``shape`` (``None`` = any size
+    on that axis), else raise naming it and the ``layout`` it needs."""
+    check_tensor(x, name, len(shape), layout)
+    if any(want is not None and got != want for got, want in zip(x.shape, shape, strict=True)):
+        raise ValueError(f"{name} must have shape {layout}, got {tuple(x.shape)}")
     return x
 
 
@@ -222,7 +244,10 @@ def check_tensor(x, name: str, ndim: int | None, layout: str) -> torch.Tensor:
     return x
 
 
-def check_token_ids(ids, name: str, layout: str = "(batch, n)", vocab_size: int | None = None):
+def check_token_ids(
+    ids, name: str, layout: str = "(batch, n)", vocab_size: int | None = None,
+    size_name: str = "vocab_size",
+):  # fmt: skip
     """Return ``ids`` if it is a non-empty ``torch.long`` tensor of the ``layout``'s rank whose
     values lie in ``[0, vocab_size)``; else a ``TypeError``/``ValueError`` naming it. The range
     check reads the ids once (a few numbers per position, nothing next to the model)."""
@@ -236,7 +261,7 @@ def check_token_ids(ids, name: str, layout: str = "(batch, n)", vocab_size: int 
         )
     if vocab_size is not None and (ids.min() < 0 or ids.max() >= vocab_size):
         raise ValueError(
-            f"{name} must lie in [0, vocab_size={vocab_size}), got ids from {int(ids.min())} "
+            f"{name} must lie in [0, {size_name}={vocab_size}), got ids from {int(ids.min())} "
             f"to {int(ids.max())}"
         )
     return ids

@@ -30,7 +30,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ._validation import check_positive_int, check_tensor
+from ._validation import check_features, check_positive_int, check_tensor
 from .grouped_query import repeat_kv  # one repeat_kv for the course (numpy and torch)
 
 __all__ = ["KVCache", "LayerKVCache", "CausalSelfAttention", "causal_mask_from"]
@@ -190,9 +190,12 @@ class CausalSelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, cache: LayerKVCache | None = None) -> torch.Tensor:
         """``x (B, n_new, d_model)`` -> ``(B, n_new, d_model)``; ``cache`` is updated in place."""
-        if not isinstance(x, torch.Tensor) or x.ndim != 3 or x.shape[-1] != self.d_model:
-            got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-            raise ValueError(f"x must have shape (batch, n, d_model={self.d_model}), got {got}")
+        check_features(x, "x", self.d_model)
+        if cache is not None and not isinstance(cache, LayerKVCache):
+            raise TypeError(
+                f"cache must be a LayerKVCache or None, got {type(cache).__name__} "
+                "(a model passes cache.layer(i) of its KVCache)"
+            )
         b, n_new, _ = x.shape
         start = 0 if cache is None else len(cache)
         q = self._heads(self.w_q(x), self.num_heads)  # (B, nh, n_new, hs)

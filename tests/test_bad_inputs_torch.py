@@ -24,8 +24,18 @@ from course_lib.data import pretraining as pt
 from course_lib.data.translation import batches as tb
 from course_lib.data.translation import grammar as tg
 from course_lib.data.translation import sampling as ts
+from course_lib.layers import (
+    Decoder,
+    DecoderLayer,
+    Encoder,
+    EncoderLayer,
+    FeedForward,
+    MultiHeadAttention,
+    counting,
+    from_torch,
+    stacks,
+)
 from course_lib.layers import attention as la
-from course_lib.layers import counting, from_torch, stacks
 from course_lib.layers.residual import residual
 from course_lib.models import (
     bert,
@@ -108,6 +118,18 @@ PT_TOK = pt.pretraining_tokenizer(300)
 LM_TOK = lm.lm_tokenizer(260)
 PT_DATA = pt.PretrainingData(PT_TOK, DOCS, max_len=16)
 PAIRS = [("a b", "c"), ("b a", "c c")]
+CSA = CausalSelfAttention(8, 2)
+MHA = MultiHeadAttention(8, 2)
+ENC_LAYER = EncoderLayer(8, 2, 16)
+DEC_LAYER = DecoderLayer(8, 2, 16)
+ENC = Encoder(1, 8, 2, 16)
+DEC = Decoder(1, 8, 2, 16)
+FFN = FeedForward(8, 16)
+MLM_HEAD = mlm_head.MlmHead(8, 20)
+CLASSIFIER = classifier.BertClassifier([], 8, 3)
+SPAN = classifier.SpanHead(8)
+ADD_ATT = seq2seq.AdditiveAttention(8, 6, 4)
+M3 = torch.ones(1, 3, dtype=torch.bool)
 LIN = nn.Linear(2, 1)
 X2 = torch.ones(3, 2)
 
@@ -543,6 +565,84 @@ CASES = [
     (pretrained.fill_mask, ("no mask here",), {}, ValueError, "text must contain exactly one [MASK], got 0"),
     (pretrained.fill_mask, ("a [MASK] b",), {"top_k": 0}, ValueError, "top_k must be >= 1, got 0"),
     (pretrained.fill_mask, (3,), {}, TypeError, "text must be a str, got int"),
+    # forward (and the other public methods) of the torch modules
+    (CSA.forward, (torch.ones(3, 8),), {}, ValueError, "x must have shape (batch, n, d_model=8), got (3, 8)"),
+    (CSA.forward, (np.ones((1, 3, 8)),), {}, TypeError, "x must be a torch.Tensor, got ndarray"),
+    (CSA.forward, (T3, KVCache()), {}, TypeError, "cache must be a LayerKVCache or None, got KVCache"),
+    (CSA.forward, (torch.ones(1, 3, 4),), {}, ValueError, "x must have shape (batch, n, d_model=8), got (1, 3, 4)"),
+    (MHA.forward, (torch.ones(3, 8), T3, T3), {}, ValueError, "query must have shape (batch, n, d_model=8)"),
+    (MHA.forward, (T3, np.ones((1, 3, 8)), T3), {}, TypeError, "key must be a torch.Tensor, got ndarray"),
+    (MHA.forward, (T3, T3, T3, torch.ones(3, 3)), {}, TypeError, "mask must be boolean"),
+    (MHA.forward, (T3, torch.ones(2, 3, 8), torch.ones(2, 3, 8)), {}, ValueError, "must share the batch size"),
+    (ENC_LAYER.forward, (torch.ones(1, 3, 4),), {}, ValueError, "x must have shape (batch, n, d_model=8), got (1, 3, 4)"),
+    (ENC_LAYER.forward, (T3, torch.ones(3, 4, dtype=torch.bool)), {}, ValueError, "does not fit"),
+    (ENC_LAYER.forward, (T3, torch.zeros(3, 3, dtype=torch.bool)), {}, ValueError, "mask hides every key"),
+    (DEC_LAYER.forward, (T3, torch.ones(1, 3, 4)), {}, ValueError, "memory must have shape (batch, n, d_model=8)"),
+    (DEC_LAYER.forward, (T3, torch.ones(2, 3, 8)), {}, ValueError, "batch"),
+    (DEC_LAYER.forward, (T3, T3, None, torch.ones(1, 1, 3)), {}, TypeError, "memory_mask must be boolean"),
+    (ENC.forward, (np.ones((1, 3, 8)),), {}, TypeError, "x must be a torch.Tensor, got ndarray"),
+    (ENC.forward, (torch.ones(1, 3, 5),), {}, ValueError, "x must have shape (batch, n, d_model=8), got (1, 3, 5)"),
+    (ENC.forward, (T3, torch.ones(1, 1, 3)), {}, TypeError, "mask must be boolean"),
+    (DEC.forward, (T3, np.ones((1, 3, 8))), {}, TypeError, "memory must be a torch.Tensor, got ndarray"),
+    (DEC.forward, (torch.ones(3, 8), T3), {}, ValueError, "x must have shape (batch, n, d_model=8), got (3, 8)"),
+    (DEC.forward, (T3, T3, torch.ones(3, 3)), {}, TypeError, "self_mask must be boolean"),
+    (FFN.forward, (torch.ones(1, 3, 4),), {}, ValueError, "x must end with d_model=8, got (1, 3, 4)"),
+    (FFN.forward, (np.ones((1, 3, 8)),), {}, TypeError, "x must be a torch.Tensor (..., d_model=8), got ndarray"),
+    (FFN.forward, (torch.ones(1, 3, 8, dtype=torch.long),), {}, TypeError, "x must be a floating tensor, got torch.int64"),
+    (GPT_S.forward, (IDS.float(),), {}, TypeError, "ids must be a torch.long tensor of token ids (batch, n), got torch.float32 tensor"),
+    (GPT_S.forward, (torch.tensor([[0, 11]]),), {}, ValueError, "ids must lie in [0, vocab_size=11), got ids from 0 to 11"),
+    (GPT_S.forward, (IDS, []), {}, TypeError, "cache must be a KVCache or None, got list"),
+    (GPT_S.forward, (torch.ones(1, 9, dtype=torch.long),), {}, ValueError, "do not fit the context max_len=8"),
+    (MODERN_S.forward, (IDS[0],), {}, ValueError, "ids must have shape (batch, n) with no empty axis, got (3,)"),
+    (MODERN_S.forward, (torch.tensor([[-1, 2]]),), {}, ValueError, "ids must lie in [0, vocab_size=11), got ids from -1 to 2"),
+    (MODERN_S.forward, (IDS, LayerKVCache()), {}, TypeError, "cache must be a KVCache or None, got LayerKVCache"),
+    (BERT_S.forward, (torch.ones(1, 9, dtype=torch.long),), {}, ValueError, "max_len=8 position embeddings"),
+    (BERT_S.forward, (IDS, torch.zeros(1, 2, dtype=torch.long)), {}, ValueError, "segment_ids must have the shape of input_ids (1, 3)"),
+    (BERT_S.forward, (IDS, torch.full((1, 3), 2)), {}, ValueError, "segment_ids must lie in [0, type_vocab_size=2), got ids from 2 to 2"),
+    (BERT_S.forward, (torch.tensor([[1, 20]]),), {}, ValueError, "input_ids must lie in [0, vocab_size=20)"),
+    (BERT_S.forward, (IDS, None, torch.ones(1, 3)), {}, TypeError, "attention_mask must be a boolean torch.Tensor (batch, n)"),
+    (BERT_S.mlm_logits, (torch.ones(1, 3, 4),), {}, ValueError, "hidden must end with d_model=8, got (1, 3, 4)"),
+    (BERT_S.mlm_logits, (np.ones((1, 3, 8)),), {}, TypeError, "hidden must be a torch.Tensor (..., d_model=8), got ndarray"),
+    (BERT_S.mlm_logits, (torch.ones(1, 3, 8, dtype=torch.long),), {}, TypeError, "hidden must be a floating tensor"),
+    (BERT_S.nsp_logits, (torch.ones(1, 8),), {}, ValueError, "hidden must have shape (batch, n, d_model=8), got (1, 8)"),
+    (BERT_S.nsp_logits, (np.ones((1, 3, 8)),), {}, TypeError, "hidden must be a torch.Tensor, got ndarray"),
+    (BERT_S.nsp_logits, (torch.ones(1, 3, 5),), {}, ValueError, "hidden must have shape (batch, n, d_model=8), got (1, 3, 5)"),
+    (BERT_ENC.forward, (IDS[0],), {}, ValueError, "input_ids must have shape (batch, n)"),
+    (BERT_ENC.forward, (torch.tensor([[1, 25]]),), {}, ValueError, "input_ids must lie in [0, vocab_size=20)"),
+    (BERT_ENC.forward, (IDS, torch.full((1, 3), 2)), {}, ValueError, "token_type_ids must be < type_vocab_size=2"),
+    (BERT_ENC.forward, (IDS, None, torch.ones(1, 2)), {}, ValueError, "attention_mask must have the shape of input_ids (1, 3), got (1, 2)"),
+    (BERT_ENC.embed, (IDS[0],), {}, ValueError, "input_ids must have shape (batch, n)"),
+    (BERT_ENC.embed, (IDS.float(),), {}, TypeError, "input_ids must be a torch.long tensor of token ids"),
+    (BERT_ENC.embed, (torch.ones(1, 9, dtype=torch.long),), {}, ValueError, "more than max_position_embeddings=8"),
+    (MLM_HEAD.forward, (torch.ones(1, 4), torch.ones(20, 8)), {}, ValueError, "hidden must end with hidden_size=8, got (1, 4)"),
+    (MLM_HEAD.forward, (torch.ones(1, 8), torch.ones(8, 20)), {}, ValueError, "word_embeddings must be (vocab_size, hidden_size) = (20, 8), got (8, 20)"),
+    (MLM_HEAD.forward, (np.ones((1, 8)), torch.ones(20, 8)), {}, TypeError, "hidden must be a torch.Tensor (..., hidden_size=8), got ndarray"),
+    (CLASSIFIER.forward, (torch.ones(1, 3, 4), M3), {}, ValueError, "hidden must have shape (batch, n, hidden_size=8), got (1, 3, 4)"),
+    (CLASSIFIER.forward, (T3, torch.ones(1, 4)), {}, ValueError, "attention_mask must have shape (batch=1, n=3), got (1, 4)"),
+    (CLASSIFIER.forward, (np.ones((1, 3, 8)), M3), {}, TypeError, "hidden must be a torch.Tensor, got ndarray"),
+    (SPAN.forward, (torch.ones(1, 3, 4),), {}, ValueError, "hidden must have shape (batch, n, hidden_size=8), got (1, 3, 4)"),
+    (SPAN.forward, (np.ones((1, 3, 8)),), {}, TypeError, "hidden must be a torch.Tensor, got ndarray"),
+    (SPAN.forward, (torch.ones(3, 8),), {}, ValueError, "hidden must have shape (batch, n, hidden_size=8), got (3, 8)"),
+    (ADD_ATT.forward, (torch.ones(1, 4), torch.ones(1, 3, 6)), {}, ValueError, "query must have shape (batch, d_query=8), got (1, 4)"),
+    (ADD_ATT.forward, (torch.ones(1, 8), torch.ones(1, 3, 4)), {}, ValueError, "keys must have shape (batch, n, d_key=6), got (1, 3, 4)"),
+    (ADD_ATT.forward, (torch.ones(1, 8), torch.ones(1, 3, 6), torch.ones(1, 3)), {}, TypeError, "mask must be boolean"),
+    (ADD_ATT.forward, (torch.ones(1, 8), torch.ones(1, 3, 6), torch.zeros(1, 3, dtype=torch.bool)), {}, ValueError, "mask hides every key"),
+    (ADD_ATT.project_keys, (torch.ones(1, 3, 4),), {}, ValueError, "keys must have shape (batch, n, d_key=6), got (1, 3, 4)"),
+    (ADD_ATT.project_keys, (np.ones((1, 3, 6)),), {}, TypeError, "keys must be a torch.Tensor"),
+    (ADD_ATT.project_keys, (torch.ones(3, 6),), {}, ValueError, "keys must have shape (batch, n, d_key=6), got (3, 6)"),
+    (GRU.forward, (SRC, SRC_MASK, torch.tensor([[1, 12]])), {}, ValueError, "tgt_in must lie in [0, vocab_size=10)"),
+    (GRU.encode, (SRC, SRC_MASK[:, :2]), {}, ValueError, "src_mask must have the shape of src (1, 3), got (1, 2)"),
+    (GRU.encode, (torch.tensor([[0, 4]]), torch.tensor([[False, True]])), {}, ValueError, "src_mask must mark at least the first token"),
+    (GRU.decode, (torch.ones(1, 16), SRC_MASK, IDS.float()), {}, TypeError, "tgt_in must be a torch.long tensor of token ids"),
+    (ATT_GRU.forward, (SRC.float(), SRC_MASK, IDS), {}, TypeError, "src must be a torch.long tensor of token ids (batch, length)"),
+    (ATT_GRU.encode, (torch.tensor([[4, 99]]), SRC_MASK[:, :2]), {}, ValueError, "src must lie in [0, vocab_size=10), got ids from 4 to 99"),
+    (ATT_GRU.decode, (ATT_GRU.encode(SRC, SRC_MASK), SRC_MASK, IDS[0]), {}, ValueError, "tgt_in must have shape (batch, length)"),
+    (TRANSLATOR.forward, (SRC, SRC_MASK.long(), IDS), {}, TypeError, "src_mask must be a boolean tensor"),
+    (TRANSLATOR.encode, (SRC, SRC_MASK, ), {"extra": 1}, TypeError, "extra"),
+    (TRANSLATOR.encode, (torch.ones(1, 20, dtype=torch.long), torch.ones(1, 20, dtype=torch.bool)), {}, ValueError,
+     "sequence of length 20 is longer than max_len=16"),
+    (TRANSLATOR.decode, (torch.ones(1, 3, 8), SRC_MASK, torch.tensor([[1, 10]])), {}, ValueError, "tgt_in must lie in [0, vocab_size=10)"),
+    (TRANSLATOR.decode, (torch.ones(1, 3, 4), SRC_MASK, IDS), {}, ValueError, "memory must have shape (batch, n, d_model=8), got (1, 3, 4)"),
 ]  # fmt: skip
 
 

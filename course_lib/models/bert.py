@@ -28,7 +28,9 @@ from torch import nn
 from .._validation import (
     check_checkpoint,
     check_dropout,
+    check_features,
     check_index,
+    check_last_dim,
     check_positive_int,
     check_token_ids,
     checkpoint_path,
@@ -129,7 +131,8 @@ class TinyBert(nn.Module):
             )
         if segment_ids is None:
             segment_ids = torch.zeros_like(input_ids)
-        check_token_ids(segment_ids, "segment_ids", "(batch, n)", self.config["type_vocab_size"])
+        check_token_ids(segment_ids, "segment_ids", "(batch, n)", self.config["type_vocab_size"],
+                        "type_vocab_size")  # fmt: skip
         if segment_ids.shape != input_ids.shape:
             raise ValueError(
                 f"segment_ids must have the shape of input_ids {tuple(input_ids.shape)}, "
@@ -137,6 +140,11 @@ class TinyBert(nn.Module):
             )
         if attention_mask is None:
             attention_mask = input_ids != self.pad_id
+        if not isinstance(attention_mask, torch.Tensor) or attention_mask.dtype != torch.bool:
+            got = getattr(attention_mask, "dtype", type(attention_mask).__name__)
+            raise TypeError(
+                f"attention_mask must be a boolean torch.Tensor (batch, n), True = real token; got {got}"
+            )
         positions = torch.arange(n, device=input_ids.device)
         x = (
             self.token_embedding(input_ids)
@@ -149,11 +157,13 @@ class TinyBert(nn.Module):
 
     def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Scores over the vocabulary ``(..., vocab)`` from hidden vectors ``(..., d_model)``."""
+        check_last_dim(hidden, "hidden", self.config["d_model"])
         h = self.mlm_norm(F.gelu(self.mlm_dense(hidden)))
         return h @ self.token_embedding.weight.T + self.mlm_bias
 
     def nsp_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Scores ``(batch, 2)`` for "B is random" (0) / "B follows A" (1), from the [CLS] vector."""
+        check_features(hidden, "hidden", self.config["d_model"])
         return self.nsp_classifier(torch.tanh(self.pooler(hidden[:, 0])))
 
     @property

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .._validation import check_dropout, check_positive_int, check_positive_number
+from .._validation import check_dropout, check_positive_int, check_positive_number, check_token_ids
 from ..layers import Encoder
 from ..layers.feedforward import ACTIVATIONS as FFN_ACTIVATIONS
 
@@ -119,7 +119,7 @@ class BertEncoder(nn.Module):
 
     def embed(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None):
         """``hidden_states[0]``: LayerNorm(word + position + segment embeddings), ``(batch, n, H)``."""
-        n = input_ids.shape[1]
+        n = self._check(input_ids, "input_ids", None).shape[1]
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         positions = torch.arange(n, device=input_ids.device)
@@ -157,7 +157,9 @@ class BertEncoder(nn.Module):
         return BertEncoderOutput(last, tuple(hidden), tuple(attentions), pooled)
 
     def _check(self, t, name, shape):
-        if not isinstance(t, torch.Tensor) or t.ndim != 2:
+        if name == "input_ids":
+            check_token_ids(t, name, "(batch, n)", self.config.vocab_size)
+        elif not isinstance(t, torch.Tensor) or t.ndim != 2:
             got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
             raise ValueError(f"{name} must be a (batch, n) tensor, got {got}")
         if shape is not None and t.shape != shape:

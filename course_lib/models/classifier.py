@@ -21,8 +21,10 @@ from torch import nn
 from .._validation import (
     check_callable,
     check_dropout,
+    check_features,
     check_positive_int,
     check_positive_number,
+    check_shape,
     check_tensor,
 )
 
@@ -79,6 +81,8 @@ class BertClassifier(nn.Module):
         self.classifier = nn.Linear(hidden_size, check_positive_int(num_classes, "num_classes"))
 
     def forward(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        b, n, _ = check_features(hidden, "hidden", self.pooler.in_features, "hidden_size").shape
+        check_shape(attention_mask, "attention_mask", f"(batch={b}, n={n})", (b, n))
         keys = attention_mask.bool()[:, None, :]  # (batch, 1, n): padding hidden from every query
         for layer in self.layers:
             hidden = layer(hidden, keys)
@@ -99,6 +103,7 @@ class SpanHead(nn.Module):
         self.qa_outputs = nn.Linear(check_positive_int(hidden_size, "hidden_size"), 2)
 
     def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        check_features(hidden, "hidden", self.qa_outputs.in_features, "hidden_size")
         start, end = self.qa_outputs(hidden).unbind(-1)  # (batch, n) each
         return start, end
 

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validation import check_positive_int, check_positive_number
+from .._validation import check_last_dim, check_positive_int, check_positive_number
 
 __all__ = ["MlmHead"]
 
@@ -41,10 +41,7 @@ class MlmHead(nn.Module):
         self.bias = nn.Parameter(torch.zeros(vocab_size))
 
     def forward(self, hidden: torch.Tensor, word_embeddings: torch.Tensor) -> torch.Tensor:
-        if hidden.shape[-1] != self.hidden_size:
-            raise ValueError(
-                f"hidden must end with hidden_size={self.hidden_size}, got {tuple(hidden.shape)}"
-            )
+        check_last_dim(hidden, "hidden", self.hidden_size, "hidden_size")
         if tuple(word_embeddings.shape) != (self.vocab_size, self.hidden_size):
             raise ValueError(
                 f"word_embeddings must be (vocab_size, hidden_size) = "

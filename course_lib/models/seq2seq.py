@@ -28,6 +28,7 @@ from torch import nn
 
 from .._validation import (
     check_positive_int,
+    check_shape,
     check_src_mask,
     check_token_ids,
     check_translation_sizes,
@@ -61,9 +62,21 @@ class AdditiveAttention(nn.Module):
         self.v = nn.Linear(d_att, 1, bias=False)
 
     def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
-        return self.w_key(keys)
+        d_key = self.w_key.in_features
+        return self.w_key(
+            check_shape(keys, "keys", f"(batch, n, d_key={d_key})", (None, None, d_key))
+        )
 
     def forward(self, query, keys, mask=None, keys_projected=None):
+        d_query, d_key = self.w_query.in_features, self.w_key.in_features
+        check_shape(query, "query", f"(batch, d_query={d_query})", (None, d_query))
+        check_shape(keys, "keys", f"(batch, n, d_key={d_key})", (query.shape[0], None, d_key))
+        if mask is not None:
+            check_shape(mask, "mask", "(batch, n)", keys.shape[:2])
+            if mask.dtype != torch.bool:
+                raise TypeError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
+            if not mask.any(-1).all():  # (batch, n) only: a row of all False gives nan weights
+                raise ValueError("mask hides every key from some query; each row needs a True")
         if keys_projected is None:
             keys_projected = self.project_keys(keys)
         scores = self.v(torch.tanh(self.w_query(query)[:, None, :] + keys_projected))[..., 0]

@@ -643,6 +643,60 @@ CASES = [
      "sequence of length 20 is longer than max_len=16"),
     (TRANSLATOR.decode, (torch.ones(1, 3, 8), SRC_MASK, torch.tensor([[1, 10]])), {}, ValueError, "tgt_in must lie in [0, vocab_size=10)"),
     (TRANSLATOR.decode, (torch.ones(1, 3, 4), SRC_MASK, IDS), {}, ValueError, "memory must have shape (batch, n, d_model=8), got (1, 3, 4)"),
+    (GRU.forward, (SRC, SRC_MASK[:, :1], IDS), {}, ValueError, "src_mask must have the shape of src (1, 3)"),
+    (GRU.forward, ([[4, 5]], SRC_MASK, IDS), {}, TypeError, "src must be a torch.long tensor of token ids (batch, length), got list"),
+    (GRU.encode, (SRC[0], SRC_MASK), {}, ValueError, "src must have shape (batch, length)"),
+    (GRU.decode, (torch.ones(1, 16), SRC_MASK, IDS[0]), {}, ValueError, "tgt_in must have shape (batch, length)"),
+    (GRU.decode, (torch.ones(1, 16), SRC_MASK, torch.tensor([[1, 10]])), {}, ValueError,
+     "tgt_in must lie in [0, vocab_size=10), got ids from 1 to 10"),
+    (ATT_GRU.forward, (SRC, SRC_MASK.long(), IDS), {}, TypeError, "src_mask must be a boolean tensor"),
+    (ATT_GRU.forward, (SRC, SRC_MASK, IDS.float()), {}, TypeError, "tgt_in must be a torch.long tensor of token ids"),
+    (ATT_GRU.encode, (SRC, None), {}, TypeError, "src_mask must be a boolean tensor"),
+    (ATT_GRU.encode, (np.array([[4, 5]]), SRC_MASK), {}, TypeError, "src must be a torch.long tensor of token ids"),
+    (ATT_GRU.decode, (ATT_GRU.encode(SRC, SRC_MASK), SRC_MASK, torch.tensor([[3, 11]])), {}, ValueError,
+     "tgt_in must lie in [0, vocab_size=10)"),
+    (ATT_GRU.decode, (ATT_GRU.encode(SRC, SRC_MASK), SRC_MASK[:, :2], IDS), {}, ValueError,
+     "mask must have shape (batch, n), got (1, 2)"),
+    (TRANSLATOR.forward, (SRC, SRC_MASK, torch.tensor([[1, 10]])), {}, ValueError, "tgt_in must lie in [0, vocab_size=10)"),
+    (TRANSLATOR.forward, (SRC, SRC_MASK[:, :2], IDS), {}, ValueError, "src_mask must have the shape of src (1, 3)"),
+    (TRANSLATOR.encode, (SRC.float(), SRC_MASK), {}, TypeError, "src must be a torch.long tensor of token ids"),
+    (TRANSLATOR.decode, (torch.ones(1, 3, 8), SRC_MASK, IDS.float()), {}, TypeError, "tgt_in must be a torch.long tensor"),
+    # the from_* constructors
+    (MultiHeadAttention.from_torch, (nn.Linear(4, 4),), {}, TypeError, "module must be a torch.nn.MultiheadAttention, got Linear"),
+    (MultiHeadAttention.from_torch, (MHA,), {}, TypeError, "module must be a torch.nn.MultiheadAttention, got MultiHeadAttention"),
+    (MultiHeadAttention.from_torch, (nn.MultiheadAttention(4, 2, kdim=3),), {}, ValueError, "kdim = vdim = embed_dim"),
+    (EncoderLayer.from_torch, (None,), {}, TypeError, "module must be a torch.nn.TransformerEncoderLayer, got NoneType"),
+    (EncoderLayer.from_torch, (ENC_LAYER,), {}, TypeError, "module must be a torch.nn.TransformerEncoderLayer, got EncoderLayer"),
+    (EncoderLayer.from_torch, (nn.TransformerEncoderLayer(4, 2, activation=nn.SiLU()),), {}, ValueError,
+     "module.activation: only relu, gelu and tanh-approximated gelu"),
+    (DecoderLayer.from_torch, (nn.TransformerEncoderLayer(4, 2),), {}, TypeError,
+     "module must be a torch.nn.TransformerDecoderLayer, got TransformerEncoderLayer"),
+    (DecoderLayer.from_torch, (DEC_LAYER,), {}, TypeError, "module must be a torch.nn.TransformerDecoderLayer, got DecoderLayer"),
+    (DecoderLayer.from_torch, (nn.TransformerDecoderLayer(4, 2, activation=nn.SiLU()),), {}, ValueError,
+     "module.activation: only relu, gelu and tanh-approximated gelu"),
+    (Encoder.from_torch, (nn.TransformerEncoderLayer(4, 2),), {}, TypeError,
+     "module must be a torch.nn.TransformerEncoder, got TransformerEncoderLayer"),
+    (Encoder.from_torch, (ENC,), {}, TypeError, "module must be a torch.nn.TransformerEncoder, got Encoder"),
+    (Encoder.from_torch, (None,), {}, TypeError, "module must be a torch.nn.TransformerEncoder, got NoneType"),
+    (Decoder.from_torch, (nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2), 1, enable_nested_tensor=False),), {},
+     TypeError, "module must be a torch.nn.TransformerDecoder, got TransformerEncoder"),
+    (Decoder.from_torch, (DEC,), {}, TypeError, "module must be a torch.nn.TransformerDecoder, got Decoder"),
+    (Decoder.from_torch, ("decoder",), {}, TypeError, "module must be a torch.nn.TransformerDecoder, got str"),
+    (gpt.GPT.from_config, ({"vocab_size": 11, "max_len": 8},), {}, TypeError, "config must be a GPTConfig, got dict"),
+    (gpt.GPT.from_config, (None,), {}, TypeError, "config must be a GPTConfig, got NoneType"),
+    (gpt.GPT.from_config, (ENC_CFG,), {}, TypeError, "config must be a GPTConfig, got BertEncoderConfig"),
+    (gpt.GPT.from_hf, (GPT_S,), {}, TypeError, "model must be a transformers GPT2LMHeadModel, got GPT"),
+    (gpt.GPT.from_hf, (None,), {}, TypeError, "model must be a transformers GPT2LMHeadModel, got NoneType"),
+    (gpt.GPT.from_hf, ("gpt2",), {}, TypeError, "model must be a transformers GPT2LMHeadModel, got str"),
+    (modern.ModernLM.from_hf, (MODERN_S,), {}, TypeError, "model must be a transformers LlamaForCausalLM"),
+    (modern.ModernLM.from_hf, (None,), {}, TypeError, "model must be a transformers LlamaForCausalLM"),
+    (modern.ModernLM.from_hf, ("meta-llama/Llama-2-7b",), {}, TypeError, "model must be a transformers LlamaForCausalLM"),
+    (bert_encoder.BertEncoder.from_hf, (BERT_ENC,), {}, TypeError, "model must be a transformers BertModel, got BertEncoder"),
+    (bert_encoder.BertEncoder.from_hf, (None,), {}, TypeError, "model must be a transformers BertModel, got NoneType"),
+    (bert_encoder.BertEncoder.from_hf, ("bert-base-uncased",), {}, TypeError, "model must be a transformers BertModel, got str"),
+    # every training entry point stops on a loss that cannot be computed
+    (training.train, (BERT_S, [ONE_MASKED, NO_MASKED], bert.pretraining_loss), {"steps": 2, "progress": False},
+     ValueError, "batch['mlm_labels'] has no position to predict"),
 ]  # fmt: skip
 
 
@@ -657,3 +711,84 @@ def test_bad_input_is_refused_with_a_message(fn, args, kwargs, error, fragment):
     with pytest.raises(error) as info:
         fn(*args, **kwargs)
     assert fragment in str(info.value)
+
+
+def _key(fn) -> str:
+    """``module.qualname`` of a callable, a bound method's function for a method."""
+    fn = getattr(fn, "__func__", fn)
+    return f"{fn.__module__}.{fn.__qualname__}"
+
+
+# Public callables with nothing to refuse, and why (they take no argument, or only hold data).
+EXEMPT = {
+    "course_lib.causal_attention.KVCache": "takes no argument",
+    "course_lib.causal_attention.KVCache.numel": "takes no argument",
+    "course_lib.causal_attention.LayerKVCache": "takes no argument",
+    "course_lib.pretrained.minilm_path": "takes no argument",
+    "course_lib.pretrained.load_minilm": "takes no argument",
+    "course_lib.pretrained.load_minilm_encoder": "takes no argument",
+    "course_lib.pretrained.load_minilm_mlm": "takes no argument",
+    "course_lib.pretrained.load_topic_classifier": "takes no argument",
+    "course_lib.data.language_modeling.lm_documents": "takes no argument",
+    "course_lib.data.pretraining.load_pretraining_corpus": "takes no argument",
+    "course_lib.models.configs.TinyBertConfig.as_dict": "takes no argument",
+    "course_lib.models.configs.TinyBertTraining.as_dict": "takes no argument",
+    "course_lib.training.TrainingLog": "result record of train(); holds data, validates nothing",
+    "course_lib.models.bert_encoder.BertEncoderOutput": "result record of BertEncoder.forward",
+    "course_lib.data.language_modeling.LMCorpus": "result record of lm_corpus()",
+    "course_lib.data.translation.batches.Batch": "record of make_batch()'s tensors; the models "
+    "and translation_loss check what they read from it",
+    "course_lib.data.translation.sampling.TranslationData": "result record of "
+    "make_translation_data()",
+}
+
+
+def _public_callables() -> list[str]:
+    """Every public function, class and public method of the modules this file covers."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import course_lib.data
+    import course_lib.layers
+    import course_lib.models
+
+    names = ["course_lib.causal_attention", "course_lib.pretrained", "course_lib.training"]
+    for pkg in (course_lib.layers, course_lib.models, course_lib.data):
+        names += [m.name for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")]
+    found = []
+    for name in names:
+        module = importlib.import_module(name)
+        for attr in getattr(module, "__all__", []):
+            obj = getattr(module, attr)
+            if not callable(obj) or getattr(obj, "__module__", None) != name:
+                continue  # data (a dict, a config instance) or a re-export
+            found.append(_key(obj))
+            if inspect.isclass(obj):
+                for meth, value in vars(obj).items():
+                    func = getattr(value, "__func__", value)  # classmethods
+                    if not meth.startswith("_") and inspect.isfunction(func):
+                        found.append(f"{name}.{obj.__qualname__}.{meth}")
+    return found
+
+
+def test_at_least_three_bad_inputs_per_callable_in_this_table():
+    counts: dict[str, int] = {}
+    for fn, *_ in CASES:
+        counts[_key(fn)] = counts.get(_key(fn), 0) + 1
+    assert min(counts.values()) >= 3, {k: v for k, v in counts.items() if v < 3}
+
+
+def test_every_public_callable_of_these_modules_is_covered_or_exempt():
+    """With the rows tests/test_bad_inputs.py already holds for these modules."""
+    from test_bad_inputs import CASES as NUMPY_SIDE_CASES
+
+    counts: dict[str, int] = {}
+    for fn, *_ in [*CASES, *NUMPY_SIDE_CASES]:
+        counts[_key(fn)] = counts.get(_key(fn), 0) + 1
+    public = _public_callables()
+    assert len(public) > 150  # the walk found the modules
+    missing = {k: counts.get(k, 0) for k in public if counts.get(k, 0) < 3 and k not in EXEMPT}
+    assert not missing, missing
+    assert not set(EXEMPT) - set(public), "stale exemptions"
+    assert not set(EXEMPT) & {k for k, v in counts.items() if v}, "exempt but tested"

@@ -350,3 +350,14 @@ def check_probability(p, name: str) -> float:
     if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
         raise ValueError(f"{name} must be a probability in [0, 1], got {p!r}")
     return float(p)
+
+
+def check_class_ids(values, name: str, num_classes: int) -> np.ndarray:
+    """``values`` as an integer array of class ids in ``[0, num_classes)``, else raise naming it."""
+    v = np.asarray(values)
+    bad = v[(v < 0) | (v >= num_classes)] if v.dtype.kind in "iu" else v.ravel()
+    if bad.size:
+        raise ValueError(
+            f"{name} must lie in [0, num_classes={num_classes}), got {bad[0].item()!r}"
+        )
+    return v

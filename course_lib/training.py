@@ -76,11 +76,19 @@ def learning_rate_at(
     raise ValueError(f"schedule must be 'constant', 'linear' or 'cosine', got {schedule!r}")
 
 
-def _check_step_arguments(model, loss_fn, clip_grad) -> None:
+_NOT_YET = object()  # train() checks its arguments before it has built the optimizer
+
+
+def _check_step_arguments(model, loss_fn, clip_grad, optimizer=_NOT_YET, step: int = 0) -> None:
     check_module(model, "model")
     check_callable(loss_fn, "loss_fn", "a function (model, batch) -> loss")
     if clip_grad is not None:
         check_positive_number(clip_grad, "clip_grad")
+    if optimizer is not _NOT_YET and not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(
+            f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
+        )
+    check_positive_int(step, "step", allow_zero=True)
 
 
 def train_step(
@@ -98,12 +106,7 @@ def train_step(
     no clipping). :func:`train` calls this once per step (``step`` names it in the error a
     nan/inf or non-scalar loss raises).
     """
-    _check_step_arguments(model, loss_fn, clip_grad)
-    if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(
-            f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
-        )
-    step = check_positive_int(step, "step", allow_zero=True)
+    _check_step_arguments(model, loss_fn, clip_grad, optimizer, step)  # clear errors early
     loss = check_finite_loss(loss_fn(model, batch), step)  # forward pass: a finite scalar
     optimizer.zero_grad(set_to_none=True)
     loss.backward()  # gradients of the loss for every parameter

@@ -168,6 +168,8 @@ CASES = [
      "the loss is nan at step 7"),
     (training.train_step, (LIN, "adam", _loss, X2), {}, TypeError,
      "optimizer must be a torch.optim.Optimizer, got str"),
+    (training.train_step, (LIN, None, _loss, X2), {}, TypeError,
+     "optimizer must be a torch.optim.Optimizer, got NoneType"),
     (training.train_step, (LIN, _opt(LIN), _loss, X2, 0.0), {}, ValueError,
      "clip_grad must be a finite number > 0, got 0.0"),
     (training.train_step, (None, _opt(LIN), _loss, X2), {}, TypeError,

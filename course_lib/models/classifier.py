@@ -20,6 +20,7 @@ from torch import nn
 
 from .._validation import (
     check_callable,
+    check_class_ids,
     check_dropout,
     check_features,
     check_positive_int,
@@ -128,20 +129,15 @@ def accuracy_ci(correct, z: float = 1.96) -> tuple[float, float, float]:
 def confusion_matrix(labels, predictions, num_classes: int) -> np.ndarray:
     """``(C, C)`` counts: row = true class, column = predicted class."""
     num_classes = check_positive_int(num_classes, "num_classes")
-    pairs = {"labels": np.asarray(labels), "predictions": np.asarray(predictions)}
-    if pairs["labels"].shape != pairs["predictions"].shape:
+    labels = check_class_ids(labels, "labels", num_classes)
+    predictions = check_class_ids(predictions, "predictions", num_classes)
+    if labels.shape != predictions.shape:
         raise ValueError(
             "labels and predictions must have the same length, got "
-            f"{pairs['labels'].size} and {pairs['predictions'].size}"
+            f"{labels.size} and {predictions.size}"
         )
-    for name, v in pairs.items():
-        bad = v[(v < 0) | (v >= num_classes)] if v.dtype.kind in "iu" else v.ravel()
-        if bad.size:
-            raise ValueError(
-                f"{name} must lie in [0, num_classes={num_classes}), got {bad[0].item()!r}"
-            )
     out = np.zeros((num_classes, num_classes), dtype=np.int64)
-    np.add.at(out, (pairs["labels"], pairs["predictions"]), 1)
+    np.add.at(out, (labels, predictions), 1)
     return out
 
 

@@ -62,21 +62,27 @@ class AdditiveAttention(nn.Module):
         self.v = nn.Linear(d_att, 1, bias=False)
 
     def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
-        d_key = self.w_key.in_features
-        return self.w_key(
-            check_shape(keys, "keys", f"(batch, n, d_key={d_key})", (None, None, d_key))
-        )
+        return self.w_key(self._check(None, keys, None))
 
-    def forward(self, query, keys, mask=None, keys_projected=None):
+    def _check(self, query, keys, mask) -> torch.Tensor:
+        """``keys`` if query ``(batch, d_query)``, keys ``(batch, n, d_key)`` and the boolean
+        mask ``(batch, n)`` fit (no row of all False: its weights would be nan); else raise."""
         d_query, d_key = self.w_query.in_features, self.w_key.in_features
-        check_shape(query, "query", f"(batch, d_query={d_query})", (None, d_query))
-        check_shape(keys, "keys", f"(batch, n, d_key={d_key})", (query.shape[0], None, d_key))
+        batch = None
+        if query is not None:
+            layout = f"(batch, d_query={d_query})"
+            batch = check_shape(query, "query", layout, (None, d_query)).shape[0]
+        check_shape(keys, "keys", f"(batch, n, d_key={d_key})", (batch, None, d_key))
         if mask is not None:
             check_shape(mask, "mask", "(batch, n)", keys.shape[:2])
             if mask.dtype != torch.bool:
                 raise TypeError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
-            if not mask.any(-1).all():  # (batch, n) only: a row of all False gives nan weights
+            if not mask.any(-1).all():  # (batch, n) only
                 raise ValueError("mask hides every key from some query; each row needs a True")
+        return keys
+
+    def forward(self, query, keys, mask=None, keys_projected=None):
+        self._check(query, keys, mask)  # shapes, dtype, a key for every query
         if keys_projected is None:
             keys_projected = self.project_keys(keys)
         scores = self.v(torch.tanh(self.w_query(query)[:, None, :] + keys_projected))[..., 0]

@@ -37,14 +37,20 @@ def residual(
     check_tensor(x, "x", None, "(batch, n, d_model)")
     for name, fn in (("sublayer", sublayer), ("norm", norm), ("dropout", dropout)):
         check_callable(fn, name)
+    sublayer = _keeps_shape(sublayer, x.shape)  # a broadcast in x + sublayer(x) would hide a bug
     if norm_first:
-        return x + dropout(_same_shape(sublayer(norm(x)), x))
-    return norm(x + dropout(_same_shape(sublayer(x), x)))
+        return x + dropout(sublayer(norm(x)))
+    return norm(x + dropout(sublayer(x)))
 
 
-def _same_shape(out: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """``out`` if the sublayer kept ``x``'s shape; a broadcast in ``x + out`` would hide a bug."""
-    if not isinstance(out, torch.Tensor) or out.shape != x.shape:
-        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-        raise ValueError(f"sublayer must return the shape of x {tuple(x.shape)}, got {got}")
-    return out
+def _keeps_shape(sublayer, shape: torch.Size):
+    """``sublayer`` that raises if its output does not have ``shape`` (the input's)."""
+
+    def checked(y: torch.Tensor) -> torch.Tensor:
+        out = sublayer(y)
+        if not isinstance(out, torch.Tensor) or out.shape != shape:
+            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ValueError(f"sublayer must return the shape of x {tuple(shape)}, got {got}")
+        return out
+
+    return checked

@@ -361,3 +361,14 @@ def check_class_ids(values, name: str, num_classes: int) -> np.ndarray:
             f"{name} must lie in [0, num_classes={num_classes}), got {bad[0].item()!r}"
         )
     return v
+
+
+def check_context(model) -> int:
+    """A language model's context length: its integer ``max_len`` attribute, else a TypeError."""
+    context = getattr(model, "max_len", None)
+    if isinstance(context, bool) or not isinstance(context, int):
+        raise TypeError(
+            f"model must have an integer max_len attribute (its context length), got "
+            f"{type(model).__name__} with max_len={context!r}"
+        )
+    return context

@@ -30,7 +30,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ._validation import check_features, check_positive_int, check_tensor
+from ._validation import check_dropout, check_features, check_positive_int, check_tensor
 from .grouped_query import repeat_kv  # one repeat_kv for the course (numpy and torch)
 
 __all__ = ["KVCache", "LayerKVCache", "CausalSelfAttention", "causal_mask_from"]
@@ -165,12 +165,7 @@ class CausalSelfAttention(nn.Module):
                 f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads} (each key/value "
                 "head serves the same number of query heads)"
             )
-        if (
-            not isinstance(dropout, (int, float))
-            or isinstance(dropout, bool)
-            or not 0 <= dropout < 1
-        ):
-            raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
+        dropout = check_dropout(dropout)
         if qk_transform is not None and not callable(qk_transform):
             raise TypeError(
                 f"qk_transform must be callable or None, got {type(qk_transform).__name__}"

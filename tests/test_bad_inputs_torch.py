@@ -362,6 +362,9 @@ CASES = [
     (generation.next_token_table, (GPT_S, None, "a"), {"k": 0}, ValueError, "k must be >= 1, got 0"),
     (generation.next_token_table, (GPT_S, None, 3), {}, TypeError, "prompt must be a str, got int"),
     (generation.next_token_table, (None, None, "a"), {}, TypeError, "model must be a torch.nn.Module"),
+    (generation.next_token_table, (BERT_S, None, "a"), {}, TypeError,
+     "model must have an integer max_len attribute (its context length), got TinyBert"),
+    (generation.generate, (LIN, IDS, 2), {}, TypeError, "model must have an integer max_len attribute"),
     # models.gpt
     (gpt.GPTConfig, (0, 8), {}, ValueError, "vocab_size must be >= 1, got 0"),
     (gpt.GPTConfig, (11, 8), {"d_model": 6, "num_heads": 4}, ValueError, "d_model=6 is not divisible"),
@@ -470,6 +473,8 @@ CASES = [
      "nats_per_token must be a number, got Tensor"),
     (lm.evaluate_lm, (GPT_S, torch.arange(5)), {"block": 0}, ValueError, "block must be >= 1, got 0"),
     (lm.evaluate_lm, (None, torch.arange(5)), {}, TypeError, "model must be a torch.nn.Module"),
+    (lm.evaluate_lm, (LIN, torch.arange(5)), {}, TypeError,
+     "model must have an integer max_len attribute (its context length), got Linear"),
     (lm.evaluate_lm, (GPT_S, torch.tensor([1])), {}, ValueError,
      "ids must hold at least 2 tokens (one to predict), got 1"),
     (lm.evaluate_lm, (GPT_S, IDS), {}, ValueError, "ids must have shape (n,)"),

@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from .._validation import (
+    check_context,
     check_module,
     check_positive_int,
     check_str,
@@ -156,7 +157,7 @@ def evaluate_lm(model: nn.Module, ids: torch.Tensor, block: int | None = None) -
     Every token from the second on is predicted exactly once, as the count models do.
     """
     check_module(model)
-    block = check_positive_int(model.max_len if block is None else block, "block")
+    block = check_positive_int(check_context(model) if block is None else block, "block")
     if check_token_ids(ids, "ids", "(n,)").shape[0] < 2:
         raise ValueError(f"ids must hold at least 2 tokens (one to predict), got {len(ids)}")
     was_training = model.training

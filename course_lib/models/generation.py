@@ -23,7 +23,7 @@ import numbers
 import torch
 from torch import nn
 
-from .._validation import check_module, check_positive_int, check_str
+from .._validation import check_context, check_module, check_positive_int, check_str
 from ..causal_attention import KVCache
 from ..tokenization import BPETokenizer
 
@@ -187,9 +187,7 @@ def generate(
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    context = getattr(model, "max_len", None)
-    if not isinstance(context, int):
-        raise TypeError("model must have an integer max_len attribute (its context length)")
+    context = check_context(model)
     if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long:
         raise TypeError(
             "ids must be a torch.long tensor of token ids (batch, n), got "
@@ -249,7 +247,7 @@ def next_token_table(
     ``tokenizer`` has ``encode(text) -> ids`` and ``decode(ids) -> text`` (a
     :class:`course_lib.tokenization.BPETokenizer`); the model reads the whole prompt once.
     """
-    check_module(model)
+    check_context(check_module(model))
     k = check_positive_int(k, "k")
     check_str(prompt, "prompt")
     if not (hasattr(tokenizer, "encode") and hasattr(tokenizer, "decode")):

@@ -42,6 +42,7 @@ T_BERT_DATA = ("tests/test_pinned_behaviour.py", "tests/test_pretraining_data.py
 T_DECODE = ("tests/test_pinned_behaviour.py", "tests/test_translation_models.py")
 T_TRAIN = ("tests/test_pinned_behaviour.py", "tests/test_translation_models.py")
 T_PRETRAINED = ("tests/test_pinned_behaviour.py",)
+T_BAD_TORCH = ("tests/test_bad_inputs_torch.py",)
 
 MUTANTS = [
     # --- softmax
@@ -135,6 +136,18 @@ MUTANTS = [
            "        return lr * (step + 1) / warmup", "        return lr", T_TRAIN),
     Mutant("training/linear decay never reaches 0", "course_lib/training.py",
            "        return lr * (1.0 - progress)", "        return lr * (1.0 - 0.5 * progress)", T_TRAIN),
+    # --- bad input (issue 18): checks that stop a silent wrong answer
+    Mutant("bad input/train goes on with a nan loss", "course_lib/_validation.py",
+           "    if not torch.isfinite(loss).all():\n", "    if False:\n", T_BAD_TORCH),
+    Mutant("bad input/MLM loss over no masked position", "course_lib/models/bert.py",
+           "    if not (batch[\"mlm_labels\"] != IGNORE_INDEX).any():\n", "    if False:\n", T_BAD_TORCH),
+    Mutant("bad input/residual broadcasts a sublayer's output", "course_lib/layers/residual.py",
+           "or out.shape != shape:", ":", T_BAD_TORCH),
+    Mutant("bad input/mean_pool of an all-padding row is 0", "course_lib/models/classifier.py",
+           "    if len(empty):\n", "    if False:\n", T_BAD_TORCH),
+    Mutant("bad input/token ids out of the vocabulary", "course_lib/_validation.py",
+           "    if vocab_size is not None and (ids.min() < 0 or ids.max() >= vocab_size):",
+           "    if False:", T_BAD_TORCH),
 ]  # fmt: skip
 
 

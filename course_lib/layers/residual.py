@@ -17,6 +17,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from .._validation import check_callable, check_tensor
+
 __all__ = ["residual"]
 
 
@@ -32,6 +34,23 @@ def residual(
     ``sublayer`` maps ``(batch, n, d_model)`` to the same shape (attention bound to its other
     arguments, or the FFN); the result has ``x``'s shape.
     """
+    check_tensor(x, "x", None, "(batch, n, d_model)")
+    for name, fn in (("sublayer", sublayer), ("norm", norm), ("dropout", dropout)):
+        check_callable(fn, name)
+    sublayer = _keeps_shape(sublayer, x.shape)  # a broadcast in x + sublayer(x) would hide a bug
     if norm_first:
         return x + dropout(sublayer(norm(x)))
     return norm(x + dropout(sublayer(x)))
+
+
+def _keeps_shape(sublayer, shape: torch.Size):
+    """``sublayer`` that raises if its output does not have ``shape`` (the input's)."""
+
+    def checked(y: torch.Tensor) -> torch.Tensor:
+        out = sublayer(y)
+        if not isinstance(out, torch.Tensor) or out.shape != shape:
+            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ValueError(f"sublayer must return the shape of x {tuple(shape)}, got {got}")
+        return out
+
+    return checked

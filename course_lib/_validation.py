@@ -89,14 +89,36 @@ def check_heads(d_model: int, num_heads: int) -> None:
         )
 
 
-def check_features(x, name: str, d_model: int):
+def check_features(x, name: str, d_model: int, size_name: str = "d_model"):
     """Return ``x`` if it is a torch tensor ``(batch, n, d_model)``, else raise naming it."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if x.ndim != 3 or x.shape[-1] != d_model:
         raise ValueError(
-            f"{name} must have shape (batch, n, d_model={d_model}), got {tuple(x.shape)}"
+            f"{name} must have shape (batch, n, {size_name}={d_model}), got {tuple(x.shape)}"
         )
+    return x
+
+
+def check_last_dim(x, name: str, size: int, size_name: str = "d_model"):
+    """Return ``x`` if it is a floating torch tensor ``(..., size)``, else raise naming it."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(
+            f"{name} must be a torch.Tensor (..., {size_name}={size}), got {type(x).__name__}"
+        )
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating tensor, got {x.dtype}")
+    if x.ndim == 0 or x.shape[-1] != size:
+        raise ValueError(f"{name} must end with {size_name}={size}, got {tuple(x.shape)}")
+    return x
+
+
+def check_shape(x, name: str, layout: str, shape: tuple) -> torch.Tensor:
+    """Return ``x`` if it is a torch tensor whose shape matches ``shape`` (``None`` = any size
+    on that axis), else raise naming it and the ``layout`` it needs."""
+    check_tensor(x, name, len(shape), layout)
+    if any(want is not None and got != want for got, want in zip(x.shape, shape, strict=True)):
+        raise ValueError(f"{name} must have shape {layout}, got {tuple(x.shape)}")
     return x
 
 
@@ -189,3 +211,153 @@ def check_finite_loss(loss, step: int):
             "lower lr, or clip gradients"
         )
     return loss
+
+
+def check_module(module, name: str = "model"):
+    """Return ``module`` if it is a ``torch.nn.Module``, else a ``TypeError`` naming it."""
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(f"{name} must be a torch.nn.Module, got {type(module).__name__}")
+    return module
+
+
+def check_callable(fn, name: str, what: str = "callable"):
+    """Return ``fn`` if it is callable, else a ``TypeError`` saying what it should be."""
+    if not callable(fn):
+        raise TypeError(f"{name} must be {what}, got {type(fn).__name__}")
+    return fn
+
+
+def check_str(text, name: str) -> str:
+    """Return ``text`` if it is a ``str``, else a ``TypeError`` naming it."""
+    if not isinstance(text, str):
+        raise TypeError(f"{name} must be a str, got {type(text).__name__}")
+    return text
+
+
+def check_tensor(x, name: str, ndim: int | None, layout: str) -> torch.Tensor:
+    """Return ``x`` if it is a torch tensor with ``ndim`` axes (None: any), else raise naming it
+    and the ``layout`` it needs (e.g. ``"(batch, n)"``). Checks type and rank only: no data scan."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor {layout}, got {type(x).__name__}")
+    if ndim is not None and x.ndim != ndim:
+        raise ValueError(f"{name} must have shape {layout}, got {tuple(x.shape)}")
+    return x
+
+
+def check_token_ids(
+    ids, name: str, layout: str = "(batch, n)", vocab_size: int | None = None,
+    size_name: str = "vocab_size",
+):  # fmt: skip
+    """Return ``ids`` if it is a non-empty ``torch.long`` tensor of the ``layout``'s rank whose
+    values lie in ``[0, vocab_size)``; else a ``TypeError``/``ValueError`` naming it. The range
+    check reads the ids once (a few numbers per position, nothing next to the model)."""
+    ndim = len([axis for axis in layout.strip("()").split(",") if axis.strip()])
+    if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long:
+        got = f"{ids.dtype} tensor" if isinstance(ids, torch.Tensor) else type(ids).__name__
+        raise TypeError(f"{name} must be a torch.long tensor of token ids {layout}, got {got}")
+    if ids.ndim != ndim or ids.numel() == 0:
+        raise ValueError(
+            f"{name} must have shape {layout} with no empty axis, got {tuple(ids.shape)}"
+        )
+    if vocab_size is not None and (ids.min() < 0 or ids.max() >= vocab_size):
+        raise ValueError(
+            f"{name} must lie in [0, {size_name}={vocab_size}), got ids from {int(ids.min())} "
+            f"to {int(ids.max())}"
+        )
+    return ids
+
+
+def check_index(value, name: str, size: int, size_name: str) -> int:
+    """Return ``value`` if it is an integer in ``[0, size)``, else raise naming both numbers."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    if not 0 <= value < size:
+        raise ValueError(f"{name} must be in [0, {size_name}={size}), got {value}")
+    return int(value)
+
+
+def checkpoint_path(path, default):
+    """The checkpoint file to load: ``default`` for None, else ``path`` if it names an existing
+    file; a ``TypeError``/``FileNotFoundError`` naming ``path`` otherwise."""
+    from pathlib import Path
+
+    if path is None:
+        return default
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path must be a str or pathlib.Path, got {type(path).__name__}")
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"path {str(path)!r}: no such checkpoint file")
+    return path
+
+
+def check_checkpoint(ckpt, keys: tuple[str, ...], path, kind: str, config_fields=None) -> dict:
+    """``ckpt`` if it is a dict holding ``keys`` (and, given ``config_fields``, a ``"config"``
+    with no other field), else a ``ValueError`` saying what it is not."""
+    missing = [k for k in keys if not isinstance(ckpt, dict) or k not in ckpt]
+    extra = (
+        [] if missing or config_fields is None else sorted(set(ckpt["config"]) - set(config_fields))
+    )
+    if missing or extra:
+        lacks = f"it lacks {missing}" if missing else f"its config has the fields {extra}"
+        raise ValueError(
+            f"path {str(path)!r} is not a {kind} checkpoint: {lacks} (another model's?)"
+        )
+    return ckpt
+
+
+def check_src_mask(src: torch.Tensor, src_mask) -> torch.Tensor:
+    """A boolean ``(batch, S)`` mask of the real source tokens, the first of each row real."""
+    if not isinstance(src_mask, torch.Tensor) or src_mask.dtype != torch.bool:
+        raise TypeError(
+            "src_mask must be a boolean tensor (True = real token), e.g. batch.src_mask"
+        )
+    if src_mask.shape != src.shape:
+        raise ValueError(
+            f"src_mask must have the shape of src {tuple(src.shape)}, got {tuple(src_mask.shape)}"
+        )
+    if not src_mask[:, 0].all():
+        raise ValueError("src_mask must mark at least the first token of every sentence as real")
+    return src_mask
+
+
+def check_translation_sizes(src_vocab: int, tgt_vocab: int, pad_id: int, **sizes: int) -> None:
+    """Vocabulary sizes and layer widths of a translation model: positive integers, with
+    ``pad_id`` a valid id of both vocabularies."""
+    for name, value in {"src_vocab": src_vocab, "tgt_vocab": tgt_vocab, **sizes}.items():
+        check_positive_int(value, name)
+    check_index(pad_id, "pad_id", src_vocab, "src_vocab")
+    check_index(pad_id, "pad_id", tgt_vocab, "tgt_vocab")
+
+
+def check_choice(value, name: str, choices, where: str = ""):
+    """Return ``value`` if it is one of ``choices`` (str keys), else a ``ValueError`` listing them."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {sorted(choices)}{where}, got {value!r}")
+    return value
+
+
+def check_type(value, name: str, kind: type):
+    """Return ``value`` if it is a ``kind``, else a ``TypeError`` naming it and what it got."""
+    if not isinstance(value, kind):
+        raise TypeError(
+            f"{name} must be a {kind.__name__}, got {type(value).__name__} {value!r:.40}"
+        )
+    return value
+
+
+def check_probability(p, name: str) -> float:
+    """Return ``p`` as a float if it is a probability in ``[0, 1]``, else raise naming it."""
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"{name} must be a probability in [0, 1], got {p!r}")
+    return float(p)
+
+
+def check_class_ids(values, name: str, num_classes: int) -> np.ndarray:
+    """``values`` as an integer array of class ids in ``[0, num_classes)``, else raise naming it."""
+    v = np.asarray(values)
+    bad = v[(v < 0) | (v >= num_classes)] if v.dtype.kind in "iu" else v.ravel()
+    if bad.size:
+        raise ValueError(
+            f"{name} must lie in [0, num_classes={num_classes}), got {bad[0].item()!r}"
+        )
+    return v

@@ -30,7 +30,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ._validation import check_positive_int
+from ._validation import check_features, check_positive_int, check_tensor
 from .grouped_query import repeat_kv  # one repeat_kv for the course (numpy and torch)
 
 __all__ = ["KVCache", "LayerKVCache", "CausalSelfAttention", "causal_mask_from"]
@@ -56,6 +56,11 @@ class LayerKVCache:
     def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Add ``k``, ``v`` ``(batch, kv_heads, n_new, d_head)``; return the keys and values of
         every position seen so far ``(batch, kv_heads, n_seen + n_new, d_head)``."""
+        layout = "(batch, kv_heads, n_new, d_head)"
+        check_tensor(k, "k", 4, layout)
+        if not isinstance(v, torch.Tensor) or v.shape != k.shape:
+            got = tuple(v.shape) if isinstance(v, torch.Tensor) else type(v).__name__
+            raise ValueError(f"v must have the shape of k {tuple(k.shape)}, got {got}")
         if self.keys is None:
             self.keys, self.values = k, v
         else:
@@ -85,6 +90,7 @@ class KVCache:
 
     def layer(self, index: int) -> LayerKVCache:
         """The cache of layer ``index`` (0-based), created if it is the next one."""
+        index = check_positive_int(index, "index", allow_zero=True)
         if index == len(self.layers):
             self.layers.append(LayerKVCache())
         if not 0 <= index < len(self.layers):
@@ -111,6 +117,8 @@ def causal_mask_from(
 ) -> torch.Tensor:
     """Boolean mask ``(n_new, start + n_new)``, True = may attend: the query at absolute position
     ``start + i`` sees the keys at positions ``0 .. start + i``."""
+    start = check_positive_int(start, "start", allow_zero=True)
+    n_new = check_positive_int(n_new, "n_new")
     return torch.ones(n_new, start + n_new, dtype=torch.bool, device=device).tril(diagonal=start)
 
 
@@ -182,9 +190,12 @@ class CausalSelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, cache: LayerKVCache | None = None) -> torch.Tensor:
         """``x (B, n_new, d_model)`` -> ``(B, n_new, d_model)``; ``cache`` is updated in place."""
-        if not isinstance(x, torch.Tensor) or x.ndim != 3 or x.shape[-1] != self.d_model:
-            got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-            raise ValueError(f"x must have shape (batch, n, d_model={self.d_model}), got {got}")
+        check_features(x, "x", self.d_model)
+        if cache is not None and not isinstance(cache, LayerKVCache):
+            raise TypeError(
+                f"cache must be a LayerKVCache or None, got {type(cache).__name__} "
+                "(a model passes cache.layer(i) of its KVCache)"
+            )
         b, n_new, _ = x.shape
         start = 0 if cache is None else len(cache)
         q = self._heads(self.w_q(x), self.num_heads)  # (B, nh, n_new, hs)

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ._validation import check_positive_int
+from ._validation import check_positive_int, check_str
 
 __all__ = [
     "load_minilm",
@@ -139,9 +139,7 @@ def fill_mask(text: str, top_k: int = 5) -> list[tuple[str, float]]:
     encoder) and the masked-LM head trained by ``tools/train_mlm_head.py``. Tokens starting
     with ``##`` continue a word.
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
-    if text.count("[MASK]") != 1:
+    if check_str(text, "text").count("[MASK]") != 1:
         raise ValueError(
             f"text must contain exactly one [MASK], got {text.count('[MASK]')}: {text!r}"
         )
@@ -188,8 +186,7 @@ def encode(text: str):
     """``(tokens, outputs)`` of MiniLM on ``text``: its WordPiece tokens (with [CLS]/[SEP]) and
     the model output with ``hidden_states`` (7 of ``(1, n, 384)``) and ``attentions``
     (6 of ``(1, 12, n, n)``)."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    check_str(text, "text")
     tokenizer, model = load_minilm()
     enc = tokenizer(text, return_tensors="pt")
     with torch.no_grad():
@@ -205,6 +202,9 @@ def word_vectors(sentence: str, word: str, occurrence: int = 0) -> torch.Tensor:
     rows 1-6 the outputs of the 6 encoder layers. A word split into several WordPieces is
     represented by the mean of its pieces. ``occurrence`` picks among repeated words.
     """
+    check_str(sentence, "sentence")
+    check_str(word, "word")
+    occurrence = check_positive_int(occurrence, "occurrence", allow_zero=True)
     tokenizer, _ = load_minilm()
     pieces = tokenizer.tokenize(word)
     if not pieces:
@@ -225,6 +225,8 @@ def word_vectors(sentence: str, word: str, occurrence: int = 0) -> torch.Tensor:
 
 def cosine_by_layer(sentence_a: str, sentence_b: str, word: str) -> np.ndarray:
     """Cosine similarity of ``word``'s vectors in the two sentences, layer by layer: ``(7,)``."""
+    check_str(sentence_a, "sentence_a")
+    check_str(sentence_b, "sentence_b")
     a, b = word_vectors(sentence_a, word), word_vectors(sentence_b, word)
     return torch.nn.functional.cosine_similarity(a, b, dim=-1).numpy()
 
@@ -232,5 +234,5 @@ def cosine_by_layer(sentence_a: str, sentence_b: str, word: str) -> np.ndarray:
 def attention_maps(sentence: str) -> tuple[list[str], torch.Tensor]:
     """``(tokens, weights)``: the WordPiece tokens (with [CLS]/[SEP]) and the attention weights
     ``(layers=6, heads=12, n, n)``; row ``i`` of a map is how token ``i`` spreads its attention."""
-    tokens, out = encode(sentence)
+    tokens, out = encode(check_str(sentence, "sentence"))
     return tokens, torch.stack(out.attentions)[:, 0]

@@ -17,7 +17,13 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ._validation import check_finite_loss, check_positive_int, check_positive_number
+from ._validation import (
+    check_callable,
+    check_finite_loss,
+    check_module,
+    check_positive_int,
+    check_positive_number,
+)
 from .reproducibility import seed_everything
 
 __all__ = ["TrainingLog", "train", "train_step", "learning_rate_at"]
@@ -32,6 +38,7 @@ class TrainingLog:
 
     def smoothed(self, window: int = 50) -> list[float]:
         """Running mean of the last ``window`` losses (for plotting a readable curve)."""
+        window = check_positive_int(window, "window")
         out, total = [], 0.0
         for i, loss in enumerate(self.losses):
             total += loss
@@ -69,6 +76,21 @@ def learning_rate_at(
     raise ValueError(f"schedule must be 'constant', 'linear' or 'cosine', got {schedule!r}")
 
 
+_NOT_YET = object()  # train() checks its arguments before it has built the optimizer
+
+
+def _check_step_arguments(model, loss_fn, clip_grad, optimizer=_NOT_YET, step: int = 0) -> None:
+    check_module(model, "model")
+    check_callable(loss_fn, "loss_fn", "a function (model, batch) -> loss")
+    if clip_grad is not None:
+        check_positive_number(clip_grad, "clip_grad")
+    if optimizer is not _NOT_YET and not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(
+            f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
+        )
+    check_positive_int(step, "step", allow_zero=True)
+
+
 def train_step(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -84,6 +106,7 @@ def train_step(
     no clipping). :func:`train` calls this once per step (``step`` names it in the error a
     nan/inf or non-scalar loss raises).
     """
+    _check_step_arguments(model, loss_fn, clip_grad, optimizer, step)  # clear errors early
     loss = check_finite_loss(loss_fn(model, batch), step)  # forward pass: a finite scalar
     optimizer.zero_grad(set_to_none=True)
     loss.backward()  # gradients of the loss for every parameter
@@ -129,12 +152,7 @@ def train(
         A :class:`TrainingLog` with the loss of every step.
     """
     steps = check_positive_int(steps, "steps")
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if not callable(loss_fn):
-        raise TypeError(
-            f"loss_fn must be a function (model, batch) -> loss, got {type(loss_fn).__name__}"
-        )
+    _check_step_arguments(model, loss_fn, clip_grad)
     learning_rate_at(0, steps, lr, warmup, schedule)  # validates the schedule name early
     seed_everything(seed, threads)
     if callable(batches) and not isinstance(batches, Iterator):
@@ -142,8 +160,14 @@ def train(
     else:
         iterator = iter(batches)
 
-        def get_batch(_step: int):
-            return next(iterator)
+        def get_batch(step: int):
+            try:
+                return next(iterator)
+            except StopIteration:
+                raise ValueError(
+                    f"batches ran out after {step} batch(es); train needs steps={steps} "
+                    "(pass a function step -> batch, or an endless iterator)"
+                ) from None
 
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)

@@ -152,7 +152,7 @@ def test_errors():
     model = TinyBert(50, d_model=16, num_layers=1, num_heads=2, max_len=8)
     with pytest.raises(ValueError, match="max_len=8 position embeddings"):
         model(torch.ones(1, 9, dtype=torch.long))
-    with pytest.raises(ValueError, match=r"input_ids must be a \(batch, n\) tensor"):
+    with pytest.raises(ValueError, match=r"input_ids must have shape \(batch, n\)"):
         model(torch.ones(9, dtype=torch.long))
     with pytest.raises(ValueError, match="segment_ids must have the shape of input_ids"):
         model(torch.ones(1, 5, dtype=torch.long), torch.zeros(1, 4, dtype=torch.long))

@@ -128,7 +128,7 @@ def test_forward_errors():
     model(torch.zeros(1, 6, dtype=torch.long), cache)
     with pytest.raises(ValueError, match=r"positions 6\.\.8"):
         model(torch.zeros(1, 3, dtype=torch.long), cache)
-    with pytest.raises(ValueError, match=r"\(batch, n\) torch.long"):
+    with pytest.raises(TypeError, match=r"torch.long tensor of token ids \(batch, n\)"):
         model(torch.zeros(1, 3))
     with pytest.raises(TypeError, match="cache must be a KVCache"):
         model(torch.zeros(1, 3, dtype=torch.long), cache=[])

@@ -106,7 +106,7 @@ def test_mha_errors_name_the_shapes():
 
 
 def test_mha_from_torch_refuses_other_modules():
-    with pytest.raises(TypeError, match="expected torch.nn.MultiheadAttention"):
+    with pytest.raises(TypeError, match="module must be a torch.nn.MultiheadAttention"):
         MultiHeadAttention.from_torch(nn.Linear(4, 4))
     with pytest.raises(ValueError, match="kdim = vdim = embed_dim"):
         MultiHeadAttention.from_torch(nn.MultiheadAttention(4, 2, kdim=3, batch_first=True))
@@ -220,7 +220,7 @@ def test_layer_errors():
         )
     with pytest.raises(ValueError, match="dropout must be a probability"):
         EncoderLayer(8, 2, dropout=1.5)
-    with pytest.raises(TypeError, match="expected torch.nn.TransformerEncoderLayer"):
+    with pytest.raises(TypeError, match="module must be a torch.nn.TransformerEncoderLayer"):
         EncoderLayer.from_torch(nn.Linear(2, 2))
     silu = nn.TransformerEncoderLayer(8, 2, activation=nn.SiLU(), batch_first=True)
     with pytest.raises(ValueError, match="only relu, gelu and tanh-approximated gelu"):

@@ -75,5 +75,5 @@ def test_errors(minilm):
         word_vectors(RIVER, "money")
     with pytest.raises(ValueError, match="occurrence=1 needs more"):
         word_vectors(RIVER, "bank", occurrence=1)
-    with pytest.raises(TypeError, match="text must be a str"):
+    with pytest.raises(TypeError, match="sentence must be a str"):
         attention_maps(["not", "a", "string"])

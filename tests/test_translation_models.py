@@ -166,7 +166,9 @@ def test_attention_weights_are_distributions_over_real_source_words():
 def test_models_reject_bad_inputs():
     model = make_models()["transformer"]
     src, src_mask, tgt_in = toy_batch()
-    with pytest.raises(TypeError, match="src must be a \\(batch, length\\) torch.long"):
+    with pytest.raises(
+        TypeError, match=r"src must be a torch.long tensor of token ids \(batch, length\)"
+    ):
         model(src.float(), src_mask, tgt_in)
     with pytest.raises(TypeError, match="src_mask must be a boolean"):
         model(src, src_mask.long(), tgt_in)

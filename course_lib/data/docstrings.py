@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._validation import check_positive_int
+
 __all__ = ["TOPICS", "SPLITS", "load_topic_sentences", "topic_documents", "sentence_pairs"]
 
 DATA_FILE = Path(__file__).resolve().with_name("docstring_topics.tsv")
@@ -74,7 +76,7 @@ def sentence_pairs(split: str, seed: int = 0) -> tuple[list[tuple[str, str]], np
     One pair per consecutive sentence pair of the split's docstrings; with probability 1/2 B is
     replaced by a random sentence of *another* docstring of the same split (label 0).
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_positive_int(seed, "seed", allow_zero=True))
     docs = topic_documents(split)
     names = sorted(docs)
     pairs, labels = [], []

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,7 +27,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .._validation import check_positive_int
+from .._validation import (
+    check_module,
+    check_positive_int,
+    check_str,
+    check_token_ids,
+    check_token_sequence,
+)
 from ..tokenization import BPETokenizer, train_bpe
 from .pretraining import load_pretraining_corpus, split_documents
 
@@ -69,6 +76,12 @@ def lm_tokenizer(vocab_size: int = 1024) -> BPETokenizer:
 
 def encode_documents(tokenizer: BPETokenizer, documents: Sequence[str]) -> torch.Tensor:
     """One long stream ``(n_tokens,)``: each document's ids followed by ``<|endoftext|>``."""
+    if END_OF_TEXT not in getattr(tokenizer, "vocab", {}):
+        raise ValueError(
+            f"tokenizer must know {END_OF_TEXT} (a BPETokenizer from lm_tokenizer()), got "
+            f"{type(tokenizer).__name__}"
+        )
+    documents = check_token_sequence(documents, "documents")
     eot = tokenizer.vocab[END_OF_TEXT]
     ids: list[int] = []
     for doc in documents:
@@ -117,7 +130,7 @@ def random_windows(
     """
     batch_size = check_positive_int(batch_size, "batch_size")
     length = check_positive_int(length, "length")
-    if ids.ndim != 1 or len(ids) < length + 1:
+    if check_token_ids(ids, "ids", "(n,)").shape[0] < length + 1:
         raise ValueError(f"ids must be 1-D with at least length + 1 = {length + 1} tokens")
     starts = torch.randint(0, len(ids) - length, (batch_size,), generator=generator)
     return torch.stack([ids[s : s + length + 1] for s in starts.tolist()])
@@ -125,6 +138,12 @@ def random_windows(
 
 def bits_per_char(nats_per_token: float, n_tokens: int, n_chars: int) -> float:
     """Convert a loss in nats per token to bits per character of the same text."""
+    if isinstance(nats_per_token, bool) or not isinstance(nats_per_token, numbers.Real):
+        raise TypeError(f"nats_per_token must be a number, got {type(nats_per_token).__name__}")
+    if not (math.isfinite(nats_per_token) and nats_per_token >= 0):
+        raise ValueError(f"nats_per_token must be a finite loss >= 0, got {nats_per_token}")
+    check_positive_int(n_tokens, "n_tokens")
+    check_positive_int(n_chars, "n_chars")
     return nats_per_token * n_tokens / (n_chars * math.log(2))
 
 
@@ -136,7 +155,10 @@ def evaluate_lm(model: nn.Module, ids: torch.Tensor, block: int | None = None) -
     ``max_len``); the first prediction of a block sees one token of context, the last ``block``.
     Every token from the second on is predicted exactly once, as the count models do.
     """
-    block = check_positive_int(block or model.max_len, "block")
+    check_module(model)
+    block = check_positive_int(model.max_len if block is None else block, "block")
+    if check_token_ids(ids, "ids", "(n,)").shape[0] < 2:
+        raise ValueError(f"ids must hold at least 2 tokens (one to predict), got {len(ids)}")
     was_training = model.training
     model.eval()
     total, count = 0.0, 0
@@ -157,8 +179,13 @@ _WORD = re.compile(r"[A-Za-z]+")
 def known_word_fraction(texts: Sequence[str] | str, reference: Sequence[str] | str) -> float:
     """Share of the words of ``texts`` (runs of ASCII letters, case ignored) that occur somewhere
     in ``reference`` (e.g. the training documents): a rough "does it write real words" score."""
-    texts = [texts] if isinstance(texts, str) else list(texts)
-    reference = [reference] if isinstance(reference, str) else list(reference)
+    texts = [texts] if isinstance(texts, str) else check_token_sequence(texts, "texts")
+    reference = (
+        [reference] if isinstance(reference, str) else check_token_sequence(reference, "reference")
+    )
+    for name, values in (("texts", texts), ("reference", reference)):
+        for i, text in enumerate(values):
+            check_str(text, f"{name}[{i}]")
     known = {w.lower() for t in reference for w in _WORD.findall(t)}
     words = [w.lower() for t in texts for w in _WORD.findall(t)]
     if not words:

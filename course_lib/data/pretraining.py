@@ -28,7 +28,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from .._validation import check_positive_int, check_token_sequence
+from .._validation import check_positive_int, check_probability, check_token_sequence, check_type
 from ..tokenization import BPETokenizer, train_bpe
 
 __all__ = [
@@ -67,7 +67,9 @@ def split_documents(documents: Sequence[T], every: int = 10) -> tuple[list[T], l
 
     Whole documents are held out, so no held-out sentence pair was seen in training.
     """
-    every = check_positive_int(every, "every")
+    documents = check_token_sequence(documents, "documents")
+    if check_positive_int(every, "every") < 2:
+        raise ValueError("every must be >= 2, got 1: every=1 would hold out every document")
     held = [d for i, d in enumerate(documents) if i % every == every - 1]
     train = [d for i, d in enumerate(documents) if i % every != every - 1]
     return train, held
@@ -79,10 +81,17 @@ def pretraining_tokenizer(vocab_size: int = 2000) -> BPETokenizer:
 
     Ids 0-4 are ``[PAD] [UNK] [CLS] [SEP] [MASK]``. Deterministic: same corpus, same merges.
     """
+    check_positive_int(vocab_size, "vocab_size")
     sentences = [s for doc in load_pretraining_corpus() for s in doc]
-    return train_bpe(
+    tokenizer = train_bpe(
         sentences, vocab_size, special_tokens=SPECIAL_TOKENS, unk_token="[UNK]", lowercase=True
     )
+    if len(tokenizer) > vocab_size:
+        raise ValueError(
+            f"vocab_size must be >= {len(tokenizer)} (5 special tokens + the corpus's characters), "
+            f"got {vocab_size}"
+        )
+    return tokenizer
 
 
 def pair_input(
@@ -125,6 +134,9 @@ def make_nsp_pair(
     Returns:
         ``(sentence_a, sentence_b, is_next)``.
     """
+    check_type(rng, "rng", np.random.Generator)
+    check_positive_int(doc, "doc", allow_zero=True)
+    check_positive_int(index, "index", allow_zero=True)
     if not 0 <= doc < len(documents):
         raise ValueError(f"doc must be in [0, {len(documents)}), got {doc}")
     if not 0 <= index < len(documents[doc]) - 1:
@@ -165,8 +177,7 @@ def mask_tokens(
     ids = np.asarray(input_ids)
     if ids.dtype.kind not in "iu":
         raise TypeError(f"input_ids must be integer token ids, got dtype {ids.dtype}")
-    if not 0.0 <= mask_prob <= 1.0:
-        raise ValueError(f"mask_prob must be a probability in [0, 1], got {mask_prob}")
+    mask_prob = check_probability(mask_prob, "mask_prob")
     special = np.isin(ids, np.asarray(special_ids))
     # Random draws in a fixed order, so one generator state gives one masking.
     picked = (rng.random(ids.shape) < mask_prob) & ~special
@@ -206,7 +217,13 @@ class PretrainingData:
         self.max_len = check_positive_int(max_len, "max_len")
         if self.max_len < 5:
             raise ValueError(f"max_len must be >= 5 (3 special tokens + 2 words), got {max_len}")
-        self.mask_prob = mask_prob
+        self.mask_prob = check_probability(mask_prob, "mask_prob")
+        missing = [t for t in SPECIAL_TOKENS if t not in getattr(tokenizer, "vocab", {})]
+        if missing:
+            raise ValueError(
+                f"tokenizer must know BERT's special tokens (pretraining_tokenizer()); "
+                f"{type(tokenizer).__name__} lacks {missing}"
+            )
         docs = load_pretraining_corpus() if documents is None else documents
         self.documents = [[tokenizer.encode(s) for s in d] for d in docs]
         self.positions = [
@@ -223,8 +240,13 @@ class PretrainingData:
 
     def example(self, rng: np.random.Generator, position: int | None = None) -> dict:
         """One unmasked pair: ``input_ids`` and ``segment_ids`` (lists, unpadded) and ``is_next``."""
+        check_type(rng, "rng", np.random.Generator)
         if position is None:
             position = int(rng.integers(len(self.positions)))
+        elif (
+            not 0 <= check_positive_int(position, "position", allow_zero=True) < len(self.positions)
+        ):
+            raise ValueError(f"position must be in [0, {len(self.positions)}), got {position}")
         doc, index = self.positions[position]
         a, b, is_next = make_nsp_pair(self.documents, doc, index, rng)
         a, b = truncate_pair(a, b, self.max_len - 3)
@@ -241,6 +263,7 @@ class PretrainingData:
         import torch
 
         batch_size = check_positive_int(batch_size, "batch_size")
+        check_type(rng, "rng", np.random.Generator)
         ids = np.full((batch_size, self.max_len), self.pad_id, dtype=np.int64)
         segs = np.zeros((batch_size, self.max_len), dtype=np.int64)
         nsp = np.zeros(batch_size, dtype=np.int64)

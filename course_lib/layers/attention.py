@@ -12,7 +12,7 @@ import math
 import torch
 from torch import nn
 
-from .._validation import check_dropout, check_features, check_heads
+from .._validation import check_dropout, check_features, check_heads, check_positive_int
 
 __all__ = ["MultiHeadAttention", "attention_mask", "causal_mask_torch"]
 
@@ -72,6 +72,7 @@ def attention_mask(mask, batch: int, heads: int, n_q: int, n_k: int, name: str =
 
 def causal_mask_torch(n: int, device=None) -> torch.Tensor:
     """``(n, n)`` boolean, True on and below the diagonal: position i may attend to j <= i."""
+    n = check_positive_int(n, "n")
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 

@@ -175,11 +175,12 @@ class DecoderLayer(_Layer):
             raise ValueError(
                 f"x {tuple(x.shape)} and memory {tuple(memory.shape)} must share the batch size"
             )
-        n = x.shape[1]
+        b, n, n_mem = x.shape[0], x.shape[1], memory.shape[1]
+        self_mask = attention_mask(self_mask, b, self.num_heads, n, n, "self_mask")
+        memory_mask = attention_mask(memory_mask, b, self.num_heads, n, n_mem, "memory_mask")
         if causal:
-            m = attention_mask(self_mask, x.shape[0], self.num_heads, n, n, "self_mask")
             causal_m = causal_mask_torch(n, x.device)
-            self_mask = causal_m if m is None else m & causal_m
+            self_mask = causal_m if self_mask is None else self_mask & causal_m
 
         def cross(y):
             return self.cross_attn(y, memory, memory, memory_mask)[0]

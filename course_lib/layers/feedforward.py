@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validation import check_dropout, check_positive_int
+from .._validation import check_dropout, check_last_dim, check_positive_int
 
 __all__ = ["FeedForward", "ACTIVATIONS"]
 
@@ -57,4 +57,5 @@ class FeedForward(nn.Module):
         self.dropout = nn.Dropout(check_dropout(dropout))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_last_dim(x, "x", self.linear1.in_features)
         return self.linear2(self.dropout(ACTIVATIONS[self.activation](self.linear1(x))))

@@ -12,6 +12,7 @@ from torch import nn
 
 from .attention import MultiHeadAttention
 from .blocks import DecoderLayer, EncoderLayer
+from .stacks import Decoder, Encoder
 
 __all__ = [
     "mha_from_torch",
@@ -35,7 +36,7 @@ def _copy_module(dst: nn.Module, src: nn.Module) -> None:
 
 def _expect(module, kind: type) -> None:
     if not isinstance(module, kind):
-        raise TypeError(f"expected torch.nn.{kind.__name__}, got {type(module).__name__}")
+        raise TypeError(f"module must be a torch.nn.{kind.__name__}, got {type(module).__name__}")
 
 
 def _activation_name(act) -> str:
@@ -46,7 +47,9 @@ def _activation_name(act) -> str:
         return "gelu"
     if isinstance(act, nn.GELU) and act.approximate == "tanh":
         return "gelu_new"
-    raise ValueError(f"only relu, gelu and tanh-approximated gelu can be copied, got {act!r}")
+    raise ValueError(
+        f"module.activation: only relu, gelu and tanh-approximated gelu can be copied, got {act!r}"
+    )
 
 
 def mha_from_torch(module: nn.MultiheadAttention) -> MultiHeadAttention:
@@ -60,7 +63,7 @@ def mha_from_torch(module: nn.MultiheadAttention) -> MultiHeadAttention:
     _expect(module, nn.MultiheadAttention)
     if not module._qkv_same_embed_dim or module.bias_k is not None or module.add_zero_attn:
         raise ValueError(
-            "only nn.MultiheadAttention with kdim = vdim = embed_dim, add_bias_kv=False "
+            "module: only nn.MultiheadAttention with kdim = vdim = embed_dim, add_bias_kv=False "
             "and add_zero_attn=False can be copied"
         )
     bias = module.in_proj_bias is not None
@@ -127,7 +130,11 @@ def stack_from_torch(cls: type, module: nn.Module) -> nn.Module:
     Build a torch encoder with ``enable_nested_tensor=False`` when comparing: otherwise
     torch's fast path returns zeros at padded positions in eval mode under no_grad.
     """
-    kind = {"Encoder": nn.TransformerEncoder, "Decoder": nn.TransformerDecoder}[cls.__name__]
+    kinds = {Encoder: nn.TransformerEncoder, Decoder: nn.TransformerDecoder}
+    if cls not in kinds:
+        got = cls.__name__ if isinstance(cls, type) else type(cls).__name__
+        raise TypeError(f"cls must be course_lib.Encoder or course_lib.Decoder, got {got}")
+    kind = kinds[cls]
     _expect(module, kind)
     layers = [cls.layer_class.from_torch(layer) for layer in module.layers]
     first = layers[0]

@@ -17,6 +17,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from .._validation import check_callable, check_tensor
+
 __all__ = ["residual"]
 
 
@@ -32,6 +34,17 @@ def residual(
     ``sublayer`` maps ``(batch, n, d_model)`` to the same shape (attention bound to its other
     arguments, or the FFN); the result has ``x``'s shape.
     """
+    check_tensor(x, "x", None, "(batch, n, d_model)")
+    for name, fn in (("sublayer", sublayer), ("norm", norm), ("dropout", dropout)):
+        check_callable(fn, name)
     if norm_first:
-        return x + dropout(sublayer(norm(x)))
-    return norm(x + dropout(sublayer(x)))
+        return x + dropout(_same_shape(sublayer(norm(x)), x))
+    return norm(x + dropout(_same_shape(sublayer(x), x)))
+
+
+def _same_shape(out: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``out`` if the sublayer kept ``x``'s shape; a broadcast in ``x + out`` would hide a bug."""
+    if not isinstance(out, torch.Tensor) or out.shape != x.shape:
+        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise ValueError(f"sublayer must return the shape of x {tuple(x.shape)}, got {got}")
+    return out

@@ -25,7 +25,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validation import check_positive_int
+from .._validation import (
+    check_checkpoint,
+    check_dropout,
+    check_features,
+    check_index,
+    check_last_dim,
+    check_positive_int,
+    check_token_ids,
+    checkpoint_path,
+)
 from ..layers import Encoder
 from .configs import TINY_BERT, TINY_BERT_PRETRAINING
 
@@ -79,8 +88,8 @@ class TinyBert(nn.Module):
             "d_ff": d_ff,
             "max_len": check_positive_int(max_len, "max_len"),
             "type_vocab_size": check_positive_int(type_vocab_size, "type_vocab_size"),
-            "dropout": dropout,
-            "pad_id": pad_id,
+            "dropout": check_dropout(dropout),
+            "pad_id": check_index(pad_id, "pad_id", vocab_size, "vocab_size"),
         }
         self.pad_id = pad_id
         self.token_embedding = nn.Embedding(vocab_size, d_model)
@@ -113,13 +122,7 @@ class TinyBert(nn.Module):
         attention_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Contextual vectors ``(batch, n, d_model)`` of every position."""
-        if not isinstance(input_ids, torch.Tensor) or input_ids.ndim != 2:
-            got = (
-                tuple(input_ids.shape)
-                if isinstance(input_ids, torch.Tensor)
-                else type(input_ids).__name__
-            )
-            raise ValueError(f"input_ids must be a (batch, n) tensor of token ids, got {got}")
+        check_token_ids(input_ids, "input_ids", "(batch, n)", self.config["vocab_size"])
         n = input_ids.shape[1]
         if n > self.config["max_len"]:
             raise ValueError(
@@ -128,6 +131,8 @@ class TinyBert(nn.Module):
             )
         if segment_ids is None:
             segment_ids = torch.zeros_like(input_ids)
+        check_token_ids(segment_ids, "segment_ids", "(batch, n)", self.config["type_vocab_size"],
+                        "type_vocab_size")  # fmt: skip
         if segment_ids.shape != input_ids.shape:
             raise ValueError(
                 f"segment_ids must have the shape of input_ids {tuple(input_ids.shape)}, "
@@ -135,6 +140,11 @@ class TinyBert(nn.Module):
             )
         if attention_mask is None:
             attention_mask = input_ids != self.pad_id
+        if not isinstance(attention_mask, torch.Tensor) or attention_mask.dtype != torch.bool:
+            got = getattr(attention_mask, "dtype", type(attention_mask).__name__)
+            raise TypeError(
+                f"attention_mask must be a boolean torch.Tensor (batch, n), True = real token; got {got}"
+            )
         positions = torch.arange(n, device=input_ids.device)
         x = (
             self.token_embedding(input_ids)
@@ -147,11 +157,13 @@ class TinyBert(nn.Module):
 
     def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Scores over the vocabulary ``(..., vocab)`` from hidden vectors ``(..., d_model)``."""
+        check_last_dim(hidden, "hidden", self.config["d_model"])
         h = self.mlm_norm(F.gelu(self.mlm_dense(hidden)))
         return h @ self.token_embedding.weight.T + self.mlm_bias
 
     def nsp_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Scores ``(batch, 2)`` for "B is random" (0) / "B follows A" (1), from the [CLS] vector."""
+        check_features(hidden, "hidden", self.config["d_model"])
         return self.nsp_classifier(torch.tanh(self.pooler(hidden[:, 0])))
 
     @property
@@ -160,7 +172,26 @@ class TinyBert(nn.Module):
         return self.encoder.attn_weights
 
 
+_BATCH_KEYS = ("input_ids", "segment_ids", "attention_mask", "mlm_labels", "nsp_labels")
+
+
 def _outputs(model: TinyBert, batch: dict):
+    if not isinstance(model, TinyBert):
+        raise TypeError(f"model must be a TinyBert, got {type(model).__name__}")
+    if not isinstance(batch, dict):
+        raise TypeError(
+            f"batch must be a dict from PretrainingData.batch, got {type(batch).__name__}"
+        )
+    missing = [k for k in _BATCH_KEYS if k not in batch]
+    if missing:
+        raise ValueError(
+            f"batch is missing {', '.join(map(repr, missing))} (PretrainingData.batch)"
+        )
+    if not (batch["mlm_labels"] != IGNORE_INDEX).any():
+        raise ValueError(
+            f"batch['mlm_labels'] has no position to predict (every label is {IGNORE_INDEX}): "
+            "the MLM loss would be the mean of nothing, nan; mask at least one token"
+        )
     hidden = model(batch["input_ids"], batch["segment_ids"], batch["attention_mask"])
     picked = batch["mlm_labels"] != IGNORE_INDEX
     # Scores only where there is something to predict: ~15 % of the positions.
@@ -185,6 +216,10 @@ def pretraining_loss(
 @torch.no_grad()
 def pretraining_accuracy(model: TinyBert, batches: Iterable[dict]) -> dict[str, float]:
     """MLM accuracy (over picked positions) and NSP accuracy of ``model`` on ``batches``."""
+    if isinstance(batches, dict):
+        raise TypeError(
+            "batches must be an iterable of batch dicts, got one dict; wrap it in [batch]"
+        )
     model.eval()
     mlm_right = mlm_total = nsp_right = nsp_total = 0
     for batch in batches:
@@ -193,7 +228,9 @@ def pretraining_accuracy(model: TinyBert, batches: Iterable[dict]) -> dict[str, 
         mlm_total += int(mlm_targets.numel())
         nsp_right += int((nsp_logits.argmax(-1) == batch["nsp_labels"]).sum())
         nsp_total += int(batch["nsp_labels"].numel())
-    return {"mlm_accuracy": mlm_right / max(mlm_total, 1), "nsp_accuracy": nsp_right / nsp_total}
+    if not nsp_total:
+        raise ValueError("batches is empty: there is nothing to measure")
+    return {"mlm_accuracy": mlm_right / mlm_total, "nsp_accuracy": nsp_right / nsp_total}
 
 
 def bert_parameter_count(
@@ -250,7 +287,9 @@ def load_tiny_bert(path: str | Path | None = None) -> tuple[TinyBert, dict]:
     model in eval mode and the checkpoint's metadata (config, training settings, history of
     held-out accuracies). Reproduce it with ``python tools/train_tiny_bert.py``.
     """
-    ckpt = torch.load(CHECKPOINT if path is None else path, map_location="cpu", weights_only=True)
+    path = checkpoint_path(path, CHECKPOINT)
+    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    check_checkpoint(ckpt, ("vocab_size", "config", "state_dict"), path, "TinyBert")
     model = TinyBert(ckpt["vocab_size"], **ckpt["config"])
     model.load_state_dict(ckpt["state_dict"])
     model.eval()

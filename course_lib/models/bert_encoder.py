@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .._validation import check_positive_int
+from .._validation import check_dropout, check_positive_int, check_positive_number, check_token_ids
 from ..layers import Encoder
 from ..layers.feedforward import ACTIVATIONS as FFN_ACTIVATIONS
 
@@ -71,6 +71,8 @@ class BertEncoderConfig:
             raise ValueError(
                 f"hidden_act must be one of {sorted(ACTIVATIONS)}, got {self.hidden_act!r}"
             )
+        check_dropout(self.hidden_dropout_prob, "hidden_dropout_prob")
+        check_positive_number(self.layer_norm_eps, "layer_norm_eps")
 
 
 @dataclass
@@ -117,7 +119,7 @@ class BertEncoder(nn.Module):
 
     def embed(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None):
         """``hidden_states[0]``: LayerNorm(word + position + segment embeddings), ``(batch, n, H)``."""
-        n = input_ids.shape[1]
+        n = self._check(input_ids, "input_ids", None).shape[1]
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         positions = torch.arange(n, device=input_ids.device)
@@ -155,7 +157,9 @@ class BertEncoder(nn.Module):
         return BertEncoderOutput(last, tuple(hidden), tuple(attentions), pooled)
 
     def _check(self, t, name, shape):
-        if not isinstance(t, torch.Tensor) or t.ndim != 2:
+        if name == "input_ids":
+            check_token_ids(t, name, "(batch, n)", self.config.vocab_size)
+        elif not isinstance(t, torch.Tensor) or t.ndim != 2:
             got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
             raise ValueError(f"{name} must be a (batch, n) tensor, got {got}")
         if shape is not None and t.shape != shape:
@@ -214,6 +218,12 @@ def without_heads(encoder: BertEncoder, heads) -> BertEncoder:
     """
     import copy
 
+    if not isinstance(encoder, BertEncoder):
+        raise TypeError(f"encoder must be a BertEncoder, got {type(encoder).__name__}")
+    if isinstance(heads, tuple) or not all(
+        isinstance(p, (tuple, list)) and len(p) == 2 for p in heads
+    ):
+        raise TypeError(f"heads must be a list of (layer, head) pairs, got {heads!r:.60}")
     cfg = encoder.config
     d_head = cfg.hidden_size // cfg.num_attention_heads
     new = copy.deepcopy(encoder)
@@ -231,6 +241,11 @@ def without_heads(encoder: BertEncoder, heads) -> BertEncoder:
 
 def hf_state_dict_to_ours(state: dict, num_layers: int) -> dict:
     """Rename a ``transformers.BertModel`` state dict (keys as in :meth:`BertEncoder.from_hf`)."""
+    if not isinstance(state, dict):
+        raise TypeError(
+            f"state must be a dict name -> tensor (a state_dict()), got {type(state).__name__}"
+        )
+    check_positive_int(num_layers, "num_layers")
     names = {
         "embeddings.word_embeddings": "word_embeddings",
         "embeddings.position_embeddings": "position_embeddings",

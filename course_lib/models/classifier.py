@@ -18,7 +18,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validation import check_positive_int
+from .._validation import (
+    check_callable,
+    check_class_ids,
+    check_dropout,
+    check_features,
+    check_positive_int,
+    check_positive_number,
+    check_shape,
+    check_tensor,
+)
 
 __all__ = [
     "mean_pool",
@@ -35,13 +44,20 @@ def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tenso
 
     Padded positions (mask 0) are left out of both the sum and the count.
     """
-    if hidden.ndim != 3 or attention_mask.shape != hidden.shape[:2]:
+    check_tensor(hidden, "hidden", 3, "(batch, n, H)")
+    check_tensor(attention_mask, "attention_mask", None, "(batch, n)")
+    if attention_mask.shape != hidden.shape[:2]:
         raise ValueError(
             f"hidden must be (batch, n, H) and attention_mask (batch, n), got "
             f"{tuple(hidden.shape)} and {tuple(attention_mask.shape)}"
         )
     m = attention_mask.to(hidden.dtype)[..., None]  # (batch, n, 1)
-    return (hidden * m).sum(1) / m.sum(1).clamp(min=1)
+    empty = (m.sum(1)[:, 0] == 0).nonzero()
+    if len(empty):
+        raise ValueError(
+            f"attention_mask: row {int(empty[0])} has no real token (all 0); its mean is undefined"
+        )
+    return (hidden * m).sum(1) / m.sum(1)
 
 
 class BertClassifier(nn.Module):
@@ -62,10 +78,12 @@ class BertClassifier(nn.Module):
         super().__init__()
         self.layers = nn.ModuleList(layers)
         self.pooler = nn.Linear(check_positive_int(hidden_size, "hidden_size"), hidden_size)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(check_dropout(dropout))
         self.classifier = nn.Linear(hidden_size, check_positive_int(num_classes, "num_classes"))
 
     def forward(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        b, n, _ = check_features(hidden, "hidden", self.pooler.in_features, "hidden_size").shape
+        check_shape(attention_mask, "attention_mask", f"(batch={b}, n={n})", (b, n))
         keys = attention_mask.bool()[:, None, :]  # (batch, 1, n): padding hidden from every query
         for layer in self.layers:
             hidden = layer(hidden, keys)
@@ -86,6 +104,7 @@ class SpanHead(nn.Module):
         self.qa_outputs = nn.Linear(check_positive_int(hidden_size, "hidden_size"), 2)
 
     def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        check_features(hidden, "hidden", self.qa_outputs.in_features, "hidden_size")
         start, end = self.qa_outputs(hidden).unbind(-1)  # (batch, n) each
         return start, end
 
@@ -96,6 +115,11 @@ def accuracy_ci(correct, z: float = 1.96) -> tuple[float, float, float]:
     n = c.size
     if n == 0:
         raise ValueError("correct must contain at least one prediction")
+    if not np.isin(c, (0.0, 1.0)).all():
+        raise ValueError(
+            f"correct must hold 0/1 (or False/True) per prediction, got values {c[:5].tolist()}"
+        )
+    check_positive_number(z, "z")
     p = c.mean()
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
@@ -104,8 +128,16 @@ def accuracy_ci(correct, z: float = 1.96) -> tuple[float, float, float]:
 
 def confusion_matrix(labels, predictions, num_classes: int) -> np.ndarray:
     """``(C, C)`` counts: row = true class, column = predicted class."""
+    num_classes = check_positive_int(num_classes, "num_classes")
+    labels = check_class_ids(labels, "labels", num_classes)
+    predictions = check_class_ids(predictions, "predictions", num_classes)
+    if labels.shape != predictions.shape:
+        raise ValueError(
+            "labels and predictions must have the same length, got "
+            f"{labels.size} and {predictions.size}"
+        )
     out = np.zeros((num_classes, num_classes), dtype=np.int64)
-    np.add.at(out, (np.asarray(labels), np.asarray(predictions)), 1)
+    np.add.at(out, (labels, predictions), 1)
     return out
 
 
@@ -116,6 +148,11 @@ def encode_sentences(tokenizer, texts, max_len: int = 64, batch_size: int = 64, 
     ``token_type_ids``, ``attention_mask`` ``(b, n)``; ``order[k]`` is the index in ``texts`` of
     the k-th row over all batches (sorting by length wastes less work on padding).
     """
+    check_callable(tokenizer, "tokenizer", "a Hugging Face tokenizer (callable)")
+    if isinstance(texts, str):
+        raise TypeError(f"texts must be a list of str, got the str {texts!r:.40}; wrap it in [...]")
+    max_len = check_positive_int(max_len, "max_len")
+    batch_size = check_positive_int(batch_size, "batch_size")
     items = list(texts) if pairs is None else list(pairs)
     if pairs is None:
         enc = [tokenizer(t, truncation=True, max_length=max_len) for t in items]

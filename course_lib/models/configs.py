@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from .._validation import check_dropout, check_heads, check_positive_int, check_positive_number
+
 __all__ = ["TinyBertConfig", "TinyBertTraining", "TINY_BERT", "TINY_BERT_PRETRAINING"]
 
 
@@ -23,6 +25,13 @@ class TinyBertConfig:
     dropout: float = 0.0  # dropout probability; 0 keeps the short lecture run deterministic
     pad_id: int = 0  # id of [PAD]: its embedding gets no gradient and attention ignores it
 
+    def __post_init__(self):
+        for name in ("num_layers", "d_ff", "max_len", "type_vocab_size"):
+            check_positive_int(getattr(self, name), name)
+        check_heads(self.d_model, self.num_heads)
+        check_dropout(self.dropout)
+        check_positive_int(self.pad_id, "pad_id", allow_zero=True)
+
     def as_dict(self) -> dict:
         """The fields as a dict, in declaration order (``TinyBert(vocab, **cfg.as_dict())``)."""
         return asdict(self)
@@ -38,6 +47,14 @@ class TinyBertTraining:
     lr: float = 2e-3  # peak learning rate of AdamW, reached after the warm-up
     warmup: int = 200  # steps of linear warm-up, then linear decay to 0
     tokenizer_vocab_size: int = 2000  # WordPiece vocabulary learned from the corpus
+
+    def __post_init__(self):
+        for name in ("steps", "batch_size", "tokenizer_vocab_size"):
+            check_positive_int(getattr(self, name), name)
+        check_positive_int(self.seed, "seed", allow_zero=True)
+        check_positive_number(self.lr, "lr")
+        if check_positive_int(self.warmup, "warmup", allow_zero=True) > self.steps:
+            raise ValueError(f"warmup must be <= steps={self.steps}, got {self.warmup}")
 
     def as_dict(self) -> dict:
         """The fields as a dict, in declaration order."""

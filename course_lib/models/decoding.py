@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from .._validation import check_positive_int
+from .._validation import check_module, check_positive_int, check_str, check_token_ids
 
 __all__ = ["greedy_decode", "beam_search", "translate"]
 
@@ -42,6 +42,7 @@ def greedy_decode(
         ``<eos>`` and is padded with ``pad_id`` after it (rows that hit ``max_len`` have no
         ``<eos>``). Decoding stops as soon as every row has produced ``<eos>``.
     """
+    check_module(model)
     max_len = check_positive_int(max_len, "max_len")
     was_training = model.training
     model.eval()
@@ -102,9 +103,17 @@ def beam_search(
         The ids of the best sentence without ``<bos>``, ending with ``<eos>`` unless it hit
         ``max_len``.
     """
+    check_module(model)
     beam_size = check_positive_int(beam_size, "beam_size")
     max_len = check_positive_int(max_len, "max_len")
-    if src.ndim != 2 or src.shape[0] != 1:
+    if isinstance(length_penalty, bool) or not (
+        isinstance(length_penalty, (int, float)) and length_penalty >= 0
+    ):
+        raise ValueError(
+            f"length_penalty must be >= 0 (0 = plain log-probability), got {length_penalty!r}"
+        )
+    check_token_ids(src, "src", "(1, S)")
+    if src.shape[0] != 1:
         raise ValueError(
             f"beam_search translates one sentence: src must be (1, S), got {tuple(src.shape)}"
         )
@@ -177,6 +186,8 @@ def translate(
     if isinstance(sentences, str):
         raise TypeError("sentences must be a list of strings; wrap a single sentence in [...]")
     batch_size = check_positive_int(batch_size, "batch_size")
+    for i, sentence in enumerate(sentences):
+        check_str(sentence, f"sentences[{i}]")
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i].split()))
     out: list[str] = [""] * len(sentences)
     for start in range(0, len(order), batch_size):

@@ -23,7 +23,7 @@ import numbers
 import torch
 from torch import nn
 
-from .._validation import check_positive_int
+from .._validation import check_module, check_positive_int, check_str
 from ..causal_attention import KVCache
 from ..tokenization import BPETokenizer
 
@@ -40,11 +40,14 @@ _TOLERANCE = 1e-9  # a cumulative probability this close below p counts as reach
 
 def _check_logits(logits) -> torch.Tensor:
     if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
-        raise TypeError(
-            f"logits must be a floating torch.Tensor (..., vocab), got {type(logits).__name__}"
+        got = (
+            f"{logits.dtype} tensor" if isinstance(logits, torch.Tensor) else type(logits).__name__
         )
+        raise TypeError(f"logits must be a floating torch.Tensor (..., vocab), got {got}")
     if logits.ndim < 1 or logits.shape[-1] == 0:
         raise ValueError(f"logits must have shape (..., vocab), got {tuple(logits.shape)}")
+    if torch.isnan(logits).any():  # (batch, vocab) only: nan would be sampled or argmax'd silently
+        raise ValueError("logits contain nan; the model's output is broken (check its inputs)")
     return logits
 
 
@@ -124,6 +127,11 @@ def next_token(
     """Pick one token per row from ``logits (batch, vocab)``: greedy if ``temperature == 0``,
     else sample from ``softmax(filtered logits / temperature)``. Returns ``(batch,)`` long ids."""
     _check_logits(logits)
+    if logits.ndim != 2:
+        raise ValueError(
+            f"logits must have shape (batch, vocab), got {tuple(logits.shape)}; "
+            "for one row use logits[None]"
+        )
     temperature = _check_temperature(temperature)
     if temperature == 0:
         return logits.argmax(dim=-1)
@@ -241,7 +249,14 @@ def next_token_table(
     ``tokenizer`` has ``encode(text) -> ids`` and ``decode(ids) -> text`` (a
     :class:`course_lib.tokenization.BPETokenizer`); the model reads the whole prompt once.
     """
+    check_module(model)
     k = check_positive_int(k, "k")
+    check_str(prompt, "prompt")
+    if not (hasattr(tokenizer, "encode") and hasattr(tokenizer, "decode")):
+        raise TypeError(
+            "tokenizer must have encode() and decode() (a BPETokenizer), got "
+            f"{type(tokenizer).__name__}"
+        )
     ids = torch.tensor([tokenizer.encode(prompt)], dtype=torch.long)
     if ids.shape[1] == 0:
         raise ValueError("prompt: it has no tokens; give at least one character")

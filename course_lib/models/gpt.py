@@ -28,7 +28,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validation import check_positive_int
+from .._validation import (
+    check_checkpoint,
+    check_dropout,
+    check_module,
+    check_positive_int,
+    check_positive_number,
+    check_token_ids,
+    checkpoint_path,
+)
 from ..causal_attention import CausalSelfAttention, KVCache, LayerKVCache
 from ..layers import FeedForward, residual
 from ..layers.feedforward import ACTIVATIONS
@@ -72,9 +80,8 @@ class GPTConfig:
             raise ValueError(
                 f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}"
             )
-        d = self.dropout
-        if not isinstance(d, (int, float)) or isinstance(d, bool) or not 0 <= d < 1:
-            raise ValueError(f"dropout must be a probability in [0, 1), got {d!r}")
+        check_dropout(self.dropout)
+        check_positive_number(self.layer_norm_eps, "layer_norm_eps")
 
 
 class GPTBlock(nn.Module):
@@ -164,13 +171,7 @@ class GPT(nn.Module):
         :class:`KVCache` holding ``s`` positions, ``ids`` are positions ``s .. s + n - 1`` and
         the cache is extended in place.
         """
-        if not isinstance(ids, torch.Tensor) or ids.ndim != 2 or ids.dtype != torch.long:
-            got = (
-                f"{tuple(ids.shape)} {ids.dtype}"
-                if isinstance(ids, torch.Tensor)
-                else type(ids).__name__
-            )
-            raise ValueError(f"ids must be a (batch, n) torch.long tensor, got {got}")
+        check_token_ids(ids, "ids", "(batch, n)", self.config.vocab_size)
         if cache is not None and not isinstance(cache, KVCache):
             raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
         start = 0 if cache is None else len(cache)
@@ -264,9 +265,9 @@ def lm_loss(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
     The model reads ``ids[:, :-1]``; the targets are ``ids[:, 1:]``, the inputs shifted by one.
     ``ids``: ``(batch, n + 1)`` long.
     """
-    if not isinstance(ids, torch.Tensor) or ids.ndim != 2 or ids.shape[1] < 2:
-        got = tuple(ids.shape) if isinstance(ids, torch.Tensor) else type(ids).__name__
-        raise ValueError(f"ids must be (batch, n + 1) with n >= 1, got {got}")
+    check_module(model)
+    if check_token_ids(ids, "ids", "(batch, n + 1)").shape[1] < 2:
+        raise ValueError(f"ids must be (batch, n + 1) with n >= 1, got {tuple(ids.shape)}")
     logits = model(ids[:, :-1])  # (B, n, vocab)
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
 
@@ -324,8 +325,9 @@ def load_tiny_gpt(path: str | Path | None = None) -> tuple[GPT, dict]:
     model in eval mode. Returns the model and the checkpoint's metadata (config, training
     settings, validation history). Reproduce it with ``python -m tools.train_gpt``.
     """
-    ckpt = torch.load(GPT_CHECKPOINT if path is None else path, map_location="cpu",
-                      weights_only=True)  # fmt: skip
+    path = checkpoint_path(path, GPT_CHECKPOINT)
+    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    check_checkpoint(ckpt, ("config", "state_dict"), path, "GPT", GPTConfig.__dataclass_fields__)
     model = GPT.from_config(GPTConfig(**ckpt["config"]))
     state = {k: v.float() for k, v in ckpt["state_dict"].items()}
     missing, unexpected = model.load_state_dict(state, strict=False)

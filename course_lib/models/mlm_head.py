@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validation import check_positive_int
+from .._validation import check_last_dim, check_positive_int, check_positive_number
 
 __all__ = ["MlmHead"]
 
@@ -35,15 +35,13 @@ class MlmHead(nn.Module):
         super().__init__()
         self.hidden_size = check_positive_int(hidden_size, "hidden_size")
         self.vocab_size = check_positive_int(vocab_size, "vocab_size")
+        check_positive_number(layer_norm_eps, "layer_norm_eps")
         self.dense = nn.Linear(hidden_size, hidden_size)
         self.norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
         self.bias = nn.Parameter(torch.zeros(vocab_size))
 
     def forward(self, hidden: torch.Tensor, word_embeddings: torch.Tensor) -> torch.Tensor:
-        if hidden.shape[-1] != self.hidden_size:
-            raise ValueError(
-                f"hidden must end with hidden_size={self.hidden_size}, got {tuple(hidden.shape)}"
-            )
+        check_last_dim(hidden, "hidden", self.hidden_size, "hidden_size")
         if tuple(word_embeddings.shape) != (self.vocab_size, self.hidden_size):
             raise ValueError(
                 f"word_embeddings must be (vocab_size, hidden_size) = "

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .._validation import check_positive_int
+from .._validation import check_positive_int, check_positive_number, check_tensor, check_token_ids
 from ..causal_attention import CausalSelfAttention, KVCache, LayerKVCache
 from ..layers import residual
 from ..rmsnorm import RMSNorm
@@ -68,6 +68,8 @@ class ModernConfig:
                 f"d_model / num_heads = {self.d_model // self.num_heads} must be even: RoPE "
                 "rotates the coordinates of each head in pairs"
             )
+        check_positive_number(self.rope_theta, "rope_theta")
+        check_positive_number(self.rms_eps, "rms_eps")
 
 
 def rope_qk(
@@ -76,6 +78,8 @@ def rope_qk(
     """The ``qk_transform`` hook of :class:`~course_lib.CausalSelfAttention` for RoPE: rotate
     queries ``(B, num_heads, n, hs)`` and keys ``(B, num_kv_heads, n, hs)`` by their absolute
     ``positions (n,)``. Values are not rotated: they carry content, not positions."""
+    check_tensor(q, "q", 4, "(batch, num_heads, n, d_head)")
+    check_tensor(k, "k", 4, "(batch, num_kv_heads, n, d_head)")
     return rope(q, positions, theta), rope(k, positions, theta)
 
 
@@ -148,9 +152,7 @@ class ModernLM(nn.Module):
 
     def forward(self, ids: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
         """Next-token logits ``(batch, n, vocab)`` for ids ``(batch, n)`` (long)."""
-        if not isinstance(ids, torch.Tensor) or ids.ndim != 2 or ids.dtype != torch.long:
-            got = f"{tuple(ids.shape)} {ids.dtype}" if isinstance(ids, torch.Tensor) else type(ids)
-            raise ValueError(f"ids must be a (batch, n) torch.long tensor, got {got}")
+        check_token_ids(ids, "ids", "(batch, n)", self.config.vocab_size)
         if cache is not None and not isinstance(cache, KVCache):
             raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
         x = self.token_embedding(ids)  # (B, n, d): no positions added

@@ -14,7 +14,13 @@ from __future__ import annotations
 
 import torch
 
-from .._validation import check_positive_int
+from .._validation import (
+    check_index,
+    check_positive_int,
+    check_positive_number,
+    check_tensor,
+    check_token_ids,
+)
 
 __all__ = ["CountLM", "unigram_lm", "bigram_lm"]
 
@@ -27,8 +33,11 @@ class CountLM:
     """
 
     def __init__(self, log_probs: torch.Tensor):
+        check_tensor(log_probs, "log_probs", None, "(vocab,) or (vocab, vocab)")
         if log_probs.ndim not in (1, 2):
-            raise ValueError(f"log_probs must be (vocab,) or (vocab, vocab), got {log_probs.shape}")
+            raise ValueError(
+                f"log_probs must be (vocab,) or (vocab, vocab), got {tuple(log_probs.shape)}"
+            )
         self.log_probs = log_probs
         self.order = log_probs.ndim
 
@@ -38,11 +47,12 @@ class CountLM:
             return self.log_probs
         if previous is None:
             raise ValueError("a bigram model needs the previous token")
-        return self.log_probs[previous]
+        return self.log_probs[check_index(previous, "previous", len(self.log_probs), "vocab_size")]
 
     def nll(self, ids: torch.Tensor) -> float:
         """Mean negative log-likelihood in nats/token of ``ids[1:]`` (the first token is context)."""
-        if ids.ndim != 1 or len(ids) < 2:
+        check_token_ids(ids, "ids", "(n,)", len(self.log_probs))
+        if len(ids) < 2:
             raise ValueError(
                 f"ids must be a 1-D stream of at least 2 tokens, got {tuple(ids.shape)}"
             )
@@ -56,10 +66,7 @@ class CountLM:
 
 def _check_ids(ids, vocab_size) -> int:
     vocab_size = check_positive_int(vocab_size, "vocab_size")
-    if not isinstance(ids, torch.Tensor) or ids.ndim != 1 or ids.dtype != torch.long:
-        raise TypeError("ids must be a 1-D torch.long tensor of token ids")
-    if len(ids) and (ids.min() < 0 or ids.max() >= vocab_size):
-        raise ValueError(f"ids must lie in [0, vocab_size={vocab_size})")
+    check_token_ids(ids, "ids", "(n,)", vocab_size)
     return vocab_size
 
 
@@ -74,8 +81,7 @@ def bigram_lm(ids: torch.Tensor, vocab_size: int, beta: float = 1.0) -> CountLM:
     """Pair frequencies of ``ids``, smoothed towards the unigram: ``(c(a,b) + beta P(b)) /
     (c(a) + beta)``. ``beta > 0``; larger trusts the counts less."""
     v = _check_ids(ids, vocab_size)
-    if not beta > 0:
-        raise ValueError(f"beta must be > 0, got {beta}")
+    check_positive_number(beta, "beta")
     unigram = unigram_lm(ids, v).log_probs.exp()
     pairs = torch.zeros(v * v, dtype=torch.float64)
     pairs.index_add_(0, ids[:-1] * v + ids[1:], torch.ones(len(ids) - 1, dtype=torch.float64))

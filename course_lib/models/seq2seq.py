@@ -26,39 +26,20 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._validation import (
+    check_positive_int,
+    check_shape,
+    check_src_mask,
+    check_token_ids,
+    check_translation_sizes,
+)
+
 __all__ = [
     "AdditiveAttention",
     "Seq2SeqGRU",
     "AttentionSeq2SeqGRU",
     "translation_loss",
 ]
-
-
-def _check_tokens(x, name: str) -> torch.Tensor:
-    if not isinstance(x, torch.Tensor) or x.dtype != torch.long or x.ndim != 2:
-        got = (
-            f"{x.dtype} tensor of shape {tuple(x.shape)}"
-            if isinstance(x, torch.Tensor)
-            else type(x).__name__
-        )
-        raise TypeError(
-            f"{name} must be a (batch, length) torch.long tensor of token ids, got {got}"
-        )
-    return x
-
-
-def _check_src_mask(src: torch.Tensor, src_mask) -> torch.Tensor:
-    if not isinstance(src_mask, torch.Tensor) or src_mask.dtype != torch.bool:
-        raise TypeError(
-            "src_mask must be a boolean tensor (True = real token), e.g. batch.src_mask"
-        )
-    if src_mask.shape != src.shape:
-        raise ValueError(
-            f"src_mask must have the shape of src {tuple(src.shape)}, got {tuple(src_mask.shape)}"
-        )
-    if not src_mask[:, 0].all():
-        raise ValueError("src_mask must mark at least the first token of every sentence as real")
-    return src_mask
 
 
 class AdditiveAttention(nn.Module):
@@ -74,14 +55,34 @@ class AdditiveAttention(nn.Module):
 
     def __init__(self, d_query: int, d_key: int, d_att: int):
         super().__init__()
+        for name, value in (("d_query", d_query), ("d_key", d_key), ("d_att", d_att)):
+            check_positive_int(value, name)
         self.w_query = nn.Linear(d_query, d_att, bias=False)
         self.w_key = nn.Linear(d_key, d_att, bias=False)
         self.v = nn.Linear(d_att, 1, bias=False)
 
     def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
-        return self.w_key(keys)
+        return self.w_key(self._check(None, keys, None))
+
+    def _check(self, query, keys, mask) -> torch.Tensor:
+        """``keys`` if query ``(batch, d_query)``, keys ``(batch, n, d_key)`` and the boolean
+        mask ``(batch, n)`` fit (no row of all False: its weights would be nan); else raise."""
+        d_query, d_key = self.w_query.in_features, self.w_key.in_features
+        batch = None
+        if query is not None:
+            layout = f"(batch, d_query={d_query})"
+            batch = check_shape(query, "query", layout, (None, d_query)).shape[0]
+        check_shape(keys, "keys", f"(batch, n, d_key={d_key})", (batch, None, d_key))
+        if mask is not None:
+            check_shape(mask, "mask", "(batch, n)", keys.shape[:2])
+            if mask.dtype != torch.bool:
+                raise TypeError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
+            if not mask.any(-1).all():  # (batch, n) only
+                raise ValueError("mask hides every key from some query; each row needs a True")
+        return keys
 
     def forward(self, query, keys, mask=None, keys_projected=None):
+        self._check(query, keys, mask)  # shapes, dtype, a key for every query
         if keys_projected is None:
             keys_projected = self.project_keys(keys)
         scores = self.v(torch.tanh(self.w_query(query)[:, None, :] + keys_projected))[..., 0]
@@ -131,6 +132,7 @@ class Seq2SeqGRU(nn.Module):
         self, src_vocab: int, tgt_vocab: int, emb: int = 64, hidden: int = 128, pad_id: int = 0
     ):
         super().__init__()
+        check_translation_sizes(src_vocab, tgt_vocab, pad_id, emb=emb, hidden=hidden)
         self.encoder = _GRUEncoder(src_vocab, emb, hidden, pad_id)
         self.init = nn.Linear(2 * hidden, hidden)
         self.embed = nn.Embedding(tgt_vocab, emb, padding_idx=pad_id)
@@ -139,15 +141,15 @@ class Seq2SeqGRU(nn.Module):
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
         """The context vector ``c`` ``(batch, 2 * hidden)``: all the decoder will see."""
-        _check_tokens(src, "src")
-        _, context = self.encoder(src, _check_src_mask(src, src_mask))
+        check_token_ids(src, "src", "(batch, length)", self.encoder.embed.num_embeddings)
+        _, context = self.encoder(src, check_src_mask(src, src_mask))
         return context
 
     def decode(
         self, memory: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor
     ) -> torch.Tensor:
         """Logits ``(batch, T, tgt_vocab)`` for decoder input ``tgt_in`` ``(batch, T)``."""
-        _check_tokens(tgt_in, "tgt_in")
+        check_token_ids(tgt_in, "tgt_in", "(batch, length)", self.embed.num_embeddings)
         e = self.embed(tgt_in)
         c = memory[:, None, :].expand(-1, tgt_in.shape[1], -1)
         states, _ = self.rnn(torch.cat([e, c], dim=-1), torch.tanh(self.init(memory))[None])
@@ -172,6 +174,7 @@ class AttentionSeq2SeqGRU(nn.Module):
         pad_id: int = 0,
     ):  # fmt: skip
         super().__init__()
+        check_translation_sizes(src_vocab, tgt_vocab, pad_id, emb=emb, hidden=hidden, att=att)
         self.encoder = _GRUEncoder(src_vocab, emb, hidden, pad_id)
         self.init = nn.Linear(2 * hidden, hidden)
         self.attn = AdditiveAttention(hidden, 2 * hidden, att)
@@ -187,12 +190,12 @@ class AttentionSeq2SeqGRU(nn.Module):
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor):
         """``(states (B, S, 2H), final (B, 2H))``: all encoder states are kept."""
-        _check_tokens(src, "src")
-        return self.encoder(src, _check_src_mask(src, src_mask))
+        check_token_ids(src, "src", "(batch, length)", self.encoder.embed.num_embeddings)
+        return self.encoder(src, check_src_mask(src, src_mask))
 
     def decode(self, memory, src_mask: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """Logits ``(batch, T, tgt_vocab)``; one GRU step per target position."""
-        _check_tokens(tgt_in, "tgt_in")
+        check_token_ids(tgt_in, "tgt_in", "(batch, length)", self.embed.num_embeddings)
         states, final = memory
         keys = self.attn.project_keys(states)  # W_h h_j: the same at every step
         s = torch.tanh(self.init(final))

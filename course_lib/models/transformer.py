@@ -14,9 +14,14 @@ import math
 import torch
 from torch import nn
 
+from .._validation import (
+    check_positive_int,
+    check_src_mask,
+    check_token_ids,
+    check_translation_sizes,
+)
 from ..layers import Decoder, Encoder
 from ..positional import positional_encoding
-from .seq2seq import _check_src_mask, _check_tokens
 
 __all__ = ["TransformerTranslator"]
 
@@ -42,6 +47,8 @@ class TransformerTranslator(nn.Module):
         pad_id: int = 0, norm_first: bool = True,
     ):  # fmt: skip
         super().__init__()
+        check_translation_sizes(src_vocab, tgt_vocab, pad_id, d_model=d_model)
+        check_positive_int(max_len, "max_len")
         self.d_model = d_model
         self.src_embed = nn.Embedding(src_vocab, d_model, padding_idx=pad_id)
         self.tgt_embed = nn.Embedding(tgt_vocab, d_model, padding_idx=pad_id)
@@ -66,15 +73,15 @@ class TransformerTranslator(nn.Module):
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
         """Encoder output ``(batch, S, d_model)``; padding keys are masked out."""
-        _check_tokens(src, "src")
-        mask = _check_src_mask(src, src_mask)[:, None, :]  # (batch, 1, S): every query alike
+        check_token_ids(src, "src", "(batch, length)", self.src_embed.num_embeddings)
+        mask = check_src_mask(src, src_mask)[:, None, :]  # (batch, 1, S): every query alike
         return self.encoder(self._embed(self.src_embed, src), mask)
 
     def decode(
         self, memory: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor
     ) -> torch.Tensor:
         """Logits ``(batch, T, tgt_vocab)``; the decoder applies the causal mask itself."""
-        _check_tokens(tgt_in, "tgt_in")
+        check_token_ids(tgt_in, "tgt_in", "(batch, length)", self.tgt_embed.num_embeddings)
         causal = torch.ones(tgt_in.shape[1], tgt_in.shape[1], dtype=torch.bool).tril()
         x = self.decoder(self._embed(self.tgt_embed, tgt_in), memory, causal, src_mask[:, None, :])
         return self.out(x)

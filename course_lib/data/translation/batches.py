@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..._validation import check_positive_int
+from ..._validation import check_positive_int, check_str, check_token_sequence, check_type
 
 __all__ = [
     "word_tokens",
@@ -51,7 +51,14 @@ class Vocab:
 
     def __init__(self, tokens: Iterable[str]):
         self.itos: list[str] = [PAD, BOS, EOS, UNK]
+        if isinstance(tokens, str):
+            raise TypeError(f"tokens must be an iterable of str tokens, got the str {tokens!r:.40}")
+        if not isinstance(tokens, Iterable):
+            raise TypeError(
+                f"tokens must be an iterable of str tokens, got {type(tokens).__name__}"
+            )
         for tok in tokens:
+            check_str(tok, "each token")
             if tok not in self.itos:
                 self.itos.append(tok)
         self.stoi = {t: i for i, t in enumerate(self.itos)}
@@ -61,6 +68,9 @@ class Vocab:
     @classmethod
     def build(cls, sentences: Iterable[str], min_freq: int = 1) -> Vocab:
         """Vocabulary of the tokens seen at least ``min_freq`` times, most frequent first."""
+        if isinstance(sentences, str):
+            raise TypeError(f"sentences must be a list of str, got the str {sentences!r:.40}")
+        check_positive_int(min_freq, "min_freq")
         counts = Counter(tok for s in sentences for tok in word_tokens(s))
         ordered = sorted(counts, key=lambda t: (-counts[t], t))
         return cls(t for t in ordered if counts[t] >= min_freq)
@@ -75,15 +85,23 @@ class Vocab:
         self, sentence: str | Sequence[str], *, bos: bool = False, eos: bool = False
     ) -> list[int]:
         """Ids of the tokens of ``sentence`` (a string or a token list); unknown → ``<unk>``."""
-        tokens = word_tokens(sentence) if isinstance(sentence, str) else list(sentence)
+        if isinstance(sentence, str):
+            tokens = word_tokens(sentence)
+        else:
+            tokens = check_token_sequence(sentence, "sentence")
+            for tok in tokens:
+                check_str(tok, "each token of sentence")
         ids = [self.stoi.get(t, self.unk_id) for t in tokens]
         return ([self.bos_id] if bos else []) + ids + ([self.eos_id] if eos else [])
 
     def decode(self, ids: Iterable[int]) -> str:
         """Tokens of ``ids`` up to the first ``<eos>``, without ``<pad>``/``<bos>``."""
+        if isinstance(ids, torch.Tensor):
+            ids = ids.tolist()
         out = []
-        for i in ids:
-            i = int(i)
+        for i in check_token_sequence(ids, "ids"):
+            if isinstance(i, bool) or not isinstance(i, int):
+                raise TypeError(f"ids must be integer token ids, got {type(i).__name__} {i!r}")
             if i == self.eos_id:
                 break
             if i in (self.pad_id, self.bos_id):
@@ -160,9 +178,15 @@ def batch_iterator(
     before they are cut), so little compute is spent on padding.
     """
     batch_size = check_positive_int(batch_size, "batch_size")
+    check_positive_int(bucket, "bucket")
     if len(pairs) < batch_size:
         raise ValueError(f"need at least batch_size={batch_size} pairs, got {len(pairs)}")
-    rng = random.Random(seed)
+    check_type(src_vocab, "src_vocab", Vocab)
+    check_type(tgt_vocab, "tgt_vocab", Vocab)
+    return _batches(pairs, src_vocab, tgt_vocab, batch_size, random.Random(seed), bucket)
+
+
+def _batches(pairs, src_vocab, tgt_vocab, batch_size, rng, bucket) -> Iterator[Batch]:
     order = list(range(len(pairs)))
     while True:
         rng.shuffle(order)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..._validation import check_choice, check_type
+
 __all__ = ["NP", "VP", "Clause", "Sentence", "LEXICON", "TARGET_LANGUAGES", "realize"]
 
 TARGET_LANGUAGES = ("fr", "ru")
@@ -186,6 +188,12 @@ class VP:
     obj: NP
     prep: str | None = None
 
+    def __post_init__(self):
+        check_choice(self.verb, "verb", _VERBS)
+        check_type(self.obj, "obj", NP)
+        if _VERBS[self.verb].kind == "place":
+            check_choice(self.prep, "prep", _PREP, f" for the place verb {self.verb!r}")
+
 
 @dataclass(frozen=True)
 class NP:
@@ -197,11 +205,23 @@ class NP:
     adjs: tuple[str, ...] = ()
     rel: VP | None = None
 
+    def __post_init__(self):
+        check_choice(self.noun, "noun", _NOUNS)
+        check_type(self.adjs, "adjs", tuple)
+        for adj in self.adjs:
+            check_choice(adj, "adjs[i]", _ADJECTIVES)
+        if self.rel is not None:
+            check_type(self.rel, "rel", VP)
+
 
 @dataclass(frozen=True)
 class Clause:
     subj: NP
     vp: VP
+
+    def __post_init__(self):
+        check_type(self.subj, "subj", NP)
+        check_type(self.vp, "vp", VP)
 
 
 @dataclass(frozen=True)
@@ -210,6 +230,15 @@ class Sentence:
 
     clauses: tuple[Clause, ...]
     connector: str | None = None
+
+    def __post_init__(self):
+        check_type(self.clauses, "clauses", tuple)
+        if not self.clauses:
+            raise ValueError("clauses is empty; a sentence needs at least one Clause")
+        for clause in self.clauses:
+            check_type(clause, "clauses[i]", Clause)
+        if len(self.clauses) > 1:
+            check_choice(self.connector, "connector", _CONNECTORS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -336,10 +365,6 @@ def realize(sentence: Sentence | Clause, lang: str) -> str:
             parts.append(_ru_np(clause.subj, "nom") + _ru_vp(clause.vp, clause.subj))
     tokens = parts[0]
     if len(parts) > 1:
-        if sentence.connector not in _CONNECTORS:
-            raise ValueError(
-                f"connector must be one of {tuple(_CONNECTORS)}, got {sentence.connector!r}"
-            )
         word = {"en": sentence.connector, "fr": _CONNECTORS[sentence.connector][0],
                 "ru": _CONNECTORS[sentence.connector][1]}[lang]  # fmt: skip
         for part in parts[1:]:

@@ -6,7 +6,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..._validation import check_positive_int
+from ..._validation import check_positive_int, check_type
 from .batches import Vocab
 from .grammar import (
     _ADJ_AFTER,
@@ -92,6 +92,7 @@ def _sample_clause(rng: random.Random, rel_p: float) -> Clause:
 
 def sample_sentence(rng: random.Random) -> Sentence:
     """Draw one sentence tree from the grammar with ``rng`` (a :class:`random.Random`)."""
+    check_type(rng, "rng", random.Random)
     if rng.random() < 0.4:
         first, second = _sample_clause(rng, 0.3), _sample_clause(rng, 0.3)
         return Sentence((first, second), rng.choice(tuple(_CONNECTORS)))

@@ -1,0 +1,796 @@
+"""Bad inputs for the torch side of course_lib (causal attention, layers, models, the data the
+models train on, the pretrained MiniLM, training), in one table like tests/test_bad_inputs.py:
+every row calls a public callable with something wrong and names the error type and a fragment
+of the message it must give (the argument, what it got, what it needs). A row that returned a
+result instead would be a silent wrong answer (issue 18)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from course_lib import pretrained, training
+from course_lib.causal_attention import (
+    CausalSelfAttention,
+    KVCache,
+    LayerKVCache,
+    causal_mask_from,
+)
+from course_lib.data import docstrings as ds
+from course_lib.data import language_modeling as lm
+from course_lib.data import pretraining as pt
+from course_lib.data.translation import batches as tb
+from course_lib.data.translation import grammar as tg
+from course_lib.data.translation import sampling as ts
+from course_lib.layers import (
+    Decoder,
+    DecoderLayer,
+    Encoder,
+    EncoderLayer,
+    FeedForward,
+    MultiHeadAttention,
+    counting,
+    from_torch,
+    stacks,
+)
+from course_lib.layers import attention as la
+from course_lib.layers.residual import residual
+from course_lib.models import (
+    bert,
+    bert_encoder,
+    classifier,
+    configs,
+    decoding,
+    generation,
+    gpt,
+    mlm_head,
+    modern,
+    ngram,
+    seq2seq,
+    transformer,
+)
+
+# ---------------------------------------------------------------------------------------------
+# Small objects the rows need (built once; every one is tiny and seeded).
+# ---------------------------------------------------------------------------------------------
+torch.manual_seed(0)
+T3 = torch.ones(1, 3, 8)
+IDS = torch.tensor([[1, 2, 3]])
+NAN_IDS_F = torch.full((1, 3), float("nan"))
+LOGITS = torch.tensor([[0.0, 1.0, 2.0]])
+GPT_S = gpt.GPT(11, 8, d_model=8, num_heads=2, num_layers=1)
+MODERN_S = modern.ModernLM(11, 8, 2, 1, 1, 16, max_len=8)
+BERT_S = bert.TinyBert(20, d_model=8, num_layers=1, num_heads=2, max_len=8, dropout=0.0)
+ENC_CFG = bert_encoder.BertEncoderConfig(
+    vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+    intermediate_size=16, max_position_embeddings=8,
+)  # fmt: skip
+BERT_ENC = bert_encoder.BertEncoder(ENC_CFG)
+TRANSLATOR = transformer.TransformerTranslator(10, 10, 8, 2, 1, 16, max_len=16)
+GRU = seq2seq.Seq2SeqGRU(10, 10, emb=4, hidden=8)
+ATT_GRU = seq2seq.AttentionSeq2SeqGRU(10, 10, emb=4, hidden=8, att=8)
+SRC = torch.tensor([[4, 5, 2]])
+SRC_MASK = torch.ones(1, 3, dtype=torch.bool)
+VOCAB = tb.Vocab(["a", "b", "c"])
+COUNT_LM = ngram.unigram_lm(torch.tensor([0, 1, 2, 1]), 3)
+BIGRAM_LM = ngram.bigram_lm(torch.tensor([0, 1, 2, 1]), 3)
+RNG = np.random.default_rng(0)
+DOCS = [["a b .", "c d ."], ["e f .", "g h ."]]
+NP_ = tg.NP("cat")
+VP_ = tg.VP("saw", tg.NP("dog"))
+CLAUSE = tg.Clause(NP_, VP_)
+
+
+def _batch(labels: torch.Tensor) -> dict:
+    n = labels.shape[1]
+    return {
+        "input_ids": torch.ones(1, n, dtype=torch.long),
+        "segment_ids": torch.zeros(1, n, dtype=torch.long),
+        "attention_mask": torch.ones(1, n, dtype=torch.bool),
+        "mlm_labels": labels,
+        "nsp_labels": torch.tensor([1]),
+    }
+
+
+NO_MASKED = _batch(torch.full((1, 4), pt.IGNORE_INDEX))
+ONE_MASKED = _batch(torch.tensor([[pt.IGNORE_INDEX, 5, pt.IGNORE_INDEX, pt.IGNORE_INDEX]]))
+
+
+def _nan_loss(model, batch):
+    return model(batch).sum() * float("nan")
+
+
+def _inf_loss(model, batch):
+    return model(batch).sum() * float("inf")
+
+
+def _loss(model, batch):
+    return model(batch).sum()
+
+
+def _opt(model: nn.Module) -> torch.optim.Optimizer:
+    return torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+PT_TOK = pt.pretraining_tokenizer(300)
+LM_TOK = lm.lm_tokenizer(260)
+PT_DATA = pt.PretrainingData(PT_TOK, DOCS, max_len=16)
+PAIRS = [("a b", "c"), ("b a", "c c")]
+CSA = CausalSelfAttention(8, 2)
+MHA = MultiHeadAttention(8, 2)
+ENC_LAYER = EncoderLayer(8, 2, 16)
+DEC_LAYER = DecoderLayer(8, 2, 16)
+ENC = Encoder(1, 8, 2, 16)
+DEC = Decoder(1, 8, 2, 16)
+FFN = FeedForward(8, 16)
+MLM_HEAD = mlm_head.MlmHead(8, 20)
+CLASSIFIER = classifier.BertClassifier([], 8, 3)
+SPAN = classifier.SpanHead(8)
+ADD_ATT = seq2seq.AdditiveAttention(8, 6, 4)
+M3 = torch.ones(1, 3, dtype=torch.bool)
+LIN = nn.Linear(2, 1)
+X2 = torch.ones(3, 2)
+
+# (callable, args, kwargs, error type, message fragment)
+CASES = [
+    # causal_attention
+    (causal_mask_from, (-1, 3), {}, ValueError, "start must be >= 0, got -1"),
+    (causal_mask_from, (0, 0), {}, ValueError, "n_new must be >= 1, got 0"),
+    (causal_mask_from, (1.5, 2), {}, TypeError, "start must be an integer, got float"),
+    (CausalSelfAttention, (6, 4), {}, ValueError, "d_model=6 is not divisible by num_heads=4"),
+    (CausalSelfAttention, (8, 4, 3), {}, ValueError, "num_kv_heads=3 must divide num_heads=4"),
+    (CausalSelfAttention, (8, 2), {"dropout": 1.0}, ValueError, "dropout must be a probability"),
+    (CausalSelfAttention, (8, 2), {"qk_transform": 3}, TypeError, "qk_transform must be callable"),
+    (KVCache().layer, (1,), {}, IndexError, "layer 1: the cache has 0 layers"),
+    (KVCache().layer, (-1,), {}, ValueError, "index must be >= 0, got -1"),
+    (KVCache().layer, (0.0,), {}, TypeError, "index must be an integer, got float"),
+    (LayerKVCache().append, (np.ones((1, 1, 2, 4)), torch.ones(1, 1, 2, 4)), {}, TypeError,
+     "k must be a torch.Tensor (batch, kv_heads, n_new, d_head), got ndarray"),
+    (LayerKVCache().append, (torch.ones(1, 2, 4), torch.ones(1, 2, 4)), {}, ValueError,
+     "k must have shape (batch, kv_heads, n_new, d_head), got (1, 2, 4)"),
+    (LayerKVCache().append, (torch.ones(1, 1, 2, 4), torch.ones(1, 1, 3, 4)), {}, ValueError,
+     "v must have the shape of k (1, 1, 2, 4), got (1, 1, 3, 4)"),
+    # training
+    (training.TrainingLog([1.0, 2.0]).smoothed, (0,), {}, ValueError, "window must be >= 1, got 0"),
+    (training.TrainingLog([1.0]).smoothed, (2.5,), {}, TypeError, "window must be an integer"),
+    (training.TrainingLog([1.0]).smoothed, (-3,), {}, ValueError, "window must be >= 1, got -3"),
+    (training.train, (LIN, lambda step: X2, _inf_loss), {"steps": 2, "progress": False},
+     ValueError, "inf at step 0: training stopped"),
+    (training.train, (LIN, iter([X2]), _loss), {"steps": 3, "progress": False}, ValueError,
+     "batches ran out after 1 batch(es); train needs steps=3"),
+    (training.train, (LIN, [X2], "loss"), {"steps": 1}, TypeError, "loss_fn must be a function"),
+    (training.train, (LIN, [X2], _loss), {"steps": 0}, ValueError, "steps must be >= 1, got 0"),
+    (training.train, (LIN, [X2], _loss), {"steps": 1, "clip_grad": -1.0}, ValueError,
+     "clip_grad must be a finite number > 0, got -1.0"),
+    (training.train_step, (LIN, _opt(LIN), _nan_loss, X2), {"step": 7}, ValueError,
+     "the loss is nan at step 7"),
+    (training.train_step, (LIN, "adam", _loss, X2), {}, TypeError,
+     "optimizer must be a torch.optim.Optimizer, got str"),
+    (training.train_step, (LIN, None, _loss, X2), {}, TypeError,
+     "optimizer must be a torch.optim.Optimizer, got NoneType"),
+    (training.train_step, (LIN, _opt(LIN), _loss, X2, 0.0), {}, ValueError,
+     "clip_grad must be a finite number > 0, got 0.0"),
+    (training.train_step, (None, _opt(LIN), _loss, X2), {}, TypeError,
+     "model must be a torch.nn.Module, got NoneType"),
+    (training.train_step, (LIN, _opt(LIN), _loss, X2), {"step": -1}, ValueError,
+     "step must be >= 0, got -1"),
+    # layers
+    (la.attention_mask, (np.ones((3, 3), bool), 1, 2, 3, 3), {}, TypeError,
+     "mask must be a boolean torch.Tensor (True = may attend), got ndarray"),
+    (la.attention_mask, (torch.ones(3, 3), 1, 2, 3, 3), {}, TypeError,
+     "mask must be boolean (True = may attend), got dtype torch.float32"),
+    (la.attention_mask, (torch.ones(1, 1, 1, 1, 3, dtype=torch.bool), 1, 2, 3, 3), {}, ValueError,
+     "mask must be 2-D (n_q, n_k), 3-D (batch, n_q or 1, n_k) or 4-D"),
+    (la.attention_mask, (torch.zeros(3, 3, dtype=torch.bool), 1, 2, 3, 3), {}, ValueError,
+     "mask hides every key from some query"),
+    (la.attention_mask, (torch.ones(3, 4, dtype=torch.bool), 1, 2, 3, 3), {}, ValueError,
+     "does not fit"),
+    (la.causal_mask_torch, (0,), {}, ValueError, "n must be >= 1, got 0"),
+    (la.causal_mask_torch, (-2,), {}, ValueError, "n must be >= 1, got -2"),
+    (la.causal_mask_torch, (2.0,), {}, TypeError, "n must be an integer, got float"),
+    (counting.multi_head_attention_flops, (0, 8), {}, ValueError, "n must be >= 1, got 0"),
+    (counting.multi_head_attention_flops, (4, -8), {}, ValueError, "d_model must be >= 1, got -8"),
+    (counting.multi_head_attention_flops, ("4", 8), {}, TypeError, "n must be an integer, got str"),
+    (from_torch.mha_from_torch, (nn.Linear(4, 4),), {}, TypeError,
+     "module must be a torch.nn.MultiheadAttention, got Linear"),
+    (from_torch.mha_from_torch, (None,), {}, TypeError,
+     "module must be a torch.nn.MultiheadAttention, got NoneType"),
+    (from_torch.mha_from_torch, (nn.MultiheadAttention(4, 2, add_bias_kv=True),), {}, ValueError,
+     "module:"),
+    (from_torch.encoder_layer_from_torch, (nn.Linear(4, 4),), {}, TypeError,
+     "module must be a torch.nn.TransformerEncoderLayer, got Linear"),
+    (from_torch.encoder_layer_from_torch, (nn.TransformerDecoderLayer(4, 2),), {}, TypeError,
+     "module must be a torch.nn.TransformerEncoderLayer, got TransformerDecoderLayer"),
+    (from_torch.encoder_layer_from_torch,
+     (nn.TransformerEncoderLayer(4, 2, activation=nn.functional.silu),), {}, ValueError,
+     "module.activation: only relu, gelu and tanh-approximated gelu can be copied"),
+    (from_torch.decoder_layer_from_torch, (nn.TransformerEncoderLayer(4, 2),), {}, TypeError,
+     "module must be a torch.nn.TransformerDecoderLayer, got TransformerEncoderLayer"),
+    (from_torch.decoder_layer_from_torch, ("layer",), {}, TypeError,
+     "module must be a torch.nn.TransformerDecoderLayer, got str"),
+    (from_torch.decoder_layer_from_torch,
+     (nn.TransformerDecoderLayer(4, 2, activation=nn.Tanh()),), {}, ValueError,
+     "module.activation: only relu, gelu and tanh-approximated gelu can be copied"),
+    (from_torch.stack_from_torch, (stacks.Encoder, nn.TransformerDecoderLayer(4, 2)), {}, TypeError,
+     "module must be a torch.nn.TransformerEncoder, got TransformerDecoderLayer"),
+    (from_torch.stack_from_torch, (nn.Linear, nn.Linear(2, 2)), {}, TypeError,
+     "cls must be course_lib.Encoder or course_lib.Decoder, got Linear"),
+    (from_torch.stack_from_torch, ("Encoder", nn.Linear(2, 2)), {}, TypeError,
+     "cls must be course_lib.Encoder or course_lib.Decoder, got str"),
+    (residual, (np.ones((1, 3, 8)), nn.Identity(), nn.Identity(), nn.Identity()), {},
+     TypeError, "x must be a torch.Tensor (batch, n, d_model), got ndarray"),
+    (residual, (T3, "attn", nn.Identity(), nn.Identity()), {}, TypeError,
+     "sublayer must be callable, got str"),
+    (residual, (T3, lambda y: y[..., :1], nn.Identity(), nn.Identity()), {}, ValueError,
+     "sublayer must return the shape of x (1, 3, 8), got (1, 3, 1)"),
+    (residual, (T3, nn.Identity(), None, nn.Identity()), {}, TypeError,
+     "norm must be callable, got NoneType"),
+    # models.bert
+    (bert.TinyBert, (0,), {}, ValueError, "vocab_size must be >= 1, got 0"),
+    (bert.TinyBert, (20,), {"d_model": 6, "num_heads": 4}, ValueError, "d_model=6 is not divisible"),
+    (bert.TinyBert, (20,), {"dropout": 1.5}, ValueError, "dropout must be a probability in [0, 1)"),
+    (bert.TinyBert, (20,), {"pad_id": 20}, ValueError, "pad_id must be in [0, vocab_size=20), got 20"),
+    (bert.pretraining_loss, (BERT_S, NO_MASKED), {}, ValueError,
+     "batch['mlm_labels'] has no position to predict"),
+    (bert.pretraining_loss, (BERT_S, {"input_ids": IDS}), {}, ValueError,
+     "batch is missing 'segment_ids', 'attention_mask', 'mlm_labels', 'nsp_labels'"),
+    (bert.pretraining_loss, (None, ONE_MASKED), {}, TypeError, "model must be a TinyBert, got NoneType"),
+    (bert.pretraining_loss, (BERT_S, [ONE_MASKED]), {}, TypeError,
+     "batch must be a dict from PretrainingData.batch, got list"),
+    (bert.pretraining_accuracy, (BERT_S, []), {}, ValueError, "batches is empty"),
+    (bert.pretraining_accuracy, (BERT_S, ONE_MASKED), {}, TypeError,
+     "batches must be an iterable of batch dicts, got one dict; wrap it in [batch]"),
+    (bert.pretraining_accuracy, (BERT_S, [NO_MASKED]), {}, ValueError,
+     "batch['mlm_labels'] has no position to predict"),
+    (bert.bert_parameter_count, (0,), {}, ValueError, "vocab_size must be >= 1, got 0"),
+    (bert.bert_parameter_count, (), {"hidden_size": 10}, ValueError, "hidden_size=10"),
+    (bert.bert_parameter_count, (), {"intermediate_size": 1.5}, TypeError,
+     "intermediate_size must be an integer, got float"),
+    (bert.load_tiny_bert, ("no/such/file.pt",), {}, FileNotFoundError,
+     "path 'no/such/file.pt': no such checkpoint file"),
+    (bert.load_tiny_bert, (3,), {}, TypeError, "path must be a str or pathlib.Path, got int"),
+    (bert.load_tiny_bert, (gpt.GPT_CHECKPOINT,), {}, ValueError, "is not a TinyBert checkpoint"),
+    # models.bert_encoder
+    (bert_encoder.BertEncoderConfig, (0,), {}, ValueError, "vocab_size must be >= 1, got 0"),
+    (bert_encoder.BertEncoderConfig, (), {"hidden_size": 10, "num_attention_heads": 4}, ValueError,
+     "hidden_size=10 is not divisible by num_attention_heads=4"),
+    (bert_encoder.BertEncoderConfig, (), {"hidden_act": "swish"}, ValueError,
+     "hidden_act must be one of"),
+    (bert_encoder.BertEncoderConfig, (), {"hidden_dropout_prob": 1.5}, ValueError,
+     "hidden_dropout_prob must be a probability in [0, 1), got 1.5"),
+    (bert_encoder.BertEncoderConfig, (), {"layer_norm_eps": -1.0}, ValueError,
+     "layer_norm_eps must be a finite number > 0, got -1.0"),
+    (bert_encoder.BertEncoder, ({"vocab_size": 20},), {}, TypeError,
+     "config must be a BertEncoderConfig, got dict"),
+    (bert_encoder.BertEncoder, (None,), {}, TypeError, "config must be a BertEncoderConfig, got NoneType"),
+    (bert_encoder.BertEncoder, (gpt.TINY_GPT_CONFIG,), {}, TypeError,
+     "config must be a BertEncoderConfig, got GPTConfig"),
+    (bert_encoder.hf_state_dict_to_ours, ({"head.weight": torch.ones(1)}, 1), {}, ValueError,
+     "unexpected weight 'head.weight' in the BertModel state dict"),
+    (bert_encoder.hf_state_dict_to_ours, ([("a", 1)], 1), {}, TypeError,
+     "state must be a dict name -> tensor (a state_dict()), got list"),
+    (bert_encoder.hf_state_dict_to_ours, ({}, 0), {}, ValueError, "num_layers must be >= 1, got 0"),
+    (bert_encoder.without_heads, (BERT_ENC, [(5, 0)]), {}, ValueError,
+     "(layer, head) must be within (1, 2) counted from 0, got (5, 0)"),
+    (bert_encoder.without_heads, (BERT_ENC, (0, 1)), {}, TypeError,
+     "heads must be a list of (layer, head) pairs, got (0, 1)"),
+    (bert_encoder.without_heads, (None, [(0, 0)]), {}, TypeError,
+     "encoder must be a BertEncoder, got NoneType"),
+    # models.classifier
+    (classifier.mean_pool, (torch.ones(1, 3, 8), torch.ones(1, 4)), {}, ValueError,
+     "hidden must be (batch, n, H) and attention_mask (batch, n), got (1, 3, 8) and (1, 4)"),
+    (classifier.mean_pool, (np.ones((1, 3, 8)), torch.ones(1, 3)), {}, TypeError,
+     "hidden must be a torch.Tensor (batch, n, H), got ndarray"),
+    (classifier.mean_pool, (torch.ones(2, 3, 8), torch.tensor([[1, 1, 0], [0, 0, 0]])), {},
+     ValueError, "attention_mask: row 1 has no real token (all 0); its mean is undefined"),
+    (classifier.BertClassifier, ([], 0, 2), {}, ValueError, "hidden_size must be >= 1, got 0"),
+    (classifier.BertClassifier, ([], 8, 0), {}, ValueError, "num_classes must be >= 1, got 0"),
+    (classifier.BertClassifier, ([], 8, 2), {"dropout": 1.5}, ValueError,
+     "dropout must be a probability in [0, 1), got 1.5"),
+    (classifier.accuracy_ci, ([],), {}, ValueError, "correct must contain at least one prediction"),
+    (classifier.accuracy_ci, ([2, 3],), {}, ValueError,
+     "correct must hold 0/1 (or False/True) per prediction, got values [2.0, 3.0]"),
+    (classifier.accuracy_ci, ([1, 0],), {"z": -1.0}, ValueError, "z must be a finite number > 0, got -1.0"),
+    (classifier.confusion_matrix, ([0, 3], [0, 1], 3), {}, ValueError,
+     "labels must lie in [0, num_classes=3), got 3"),
+    (classifier.confusion_matrix, ([0, 1], [0], 2), {}, ValueError,
+     "labels and predictions must have the same length, got 2 and 1"),
+    (classifier.confusion_matrix, ([0], [0], 0), {}, ValueError, "num_classes must be >= 1, got 0"),
+    (classifier.confusion_matrix, ([0], [-1], 2), {}, ValueError,
+     "predictions must lie in [0, num_classes=2), got -1"),
+    (classifier.encode_sentences, (lambda t, **kw: {}, "a sentence"), {}, TypeError,
+     "texts must be a list of str, got the str 'a sentence'"),
+    (classifier.encode_sentences, (lambda t, **kw: {}, ["a"]), {"batch_size": 0}, ValueError,
+     "batch_size must be >= 1, got 0"),
+    (classifier.encode_sentences, (None, ["a"]), {}, TypeError,
+     "tokenizer must be a Hugging Face tokenizer (callable), got NoneType"),
+    (classifier.encode_sentences, (lambda t, **kw: {}, ["a"]), {"max_len": 0}, ValueError,
+     "max_len must be >= 1, got 0"),
+    (classifier.SpanHead, (0,), {}, ValueError, "hidden_size must be >= 1, got 0"),
+    (classifier.SpanHead, ("8",), {}, TypeError, "hidden_size must be an integer, got str"),
+    (classifier.SpanHead, (8.0,), {}, TypeError, "hidden_size must be an integer, got float"),
+    # models.configs
+    (configs.TinyBertConfig, (), {"d_model": 0}, ValueError, "d_model must be >= 1, got 0"),
+    (configs.TinyBertConfig, (), {"num_heads": 3}, ValueError, "d_model=64 is not divisible by num_heads=3"),
+    (configs.TinyBertConfig, (), {"dropout": 1.0}, ValueError, "dropout must be a probability"),
+    (configs.TinyBertTraining, (), {"steps": 0}, ValueError, "steps must be >= 1, got 0"),
+    (configs.TinyBertTraining, (), {"lr": -1.0}, ValueError, "lr must be a finite number > 0"),
+    (configs.TinyBertTraining, (), {"warmup": 5000}, ValueError, "warmup must be <= steps=4000"),
+    # models.decoding
+    (decoding.greedy_decode, (GRU, SRC, SRC_MASK), {"max_len": 0}, ValueError, "max_len must be >= 1"),
+    (decoding.greedy_decode, (None, SRC, SRC_MASK), {}, TypeError, "model must be a torch.nn.Module, got NoneType"),
+    (decoding.greedy_decode, (GRU, SRC, SRC_MASK.long()), {}, TypeError, "src_mask must be a boolean tensor"),
+    (decoding.greedy_decode, (GRU, SRC.float(), SRC_MASK), {}, TypeError,
+     "src must be a torch.long tensor of token ids (batch, length), got torch.float32 tensor"),
+    (decoding.beam_search, (GRU, SRC.repeat(2, 1), SRC_MASK.repeat(2, 1)), {}, ValueError,
+     "beam_search translates one sentence: src must be (1, S), got (2, 3)"),
+    (decoding.beam_search, (GRU, SRC, SRC_MASK), {"beam_size": 0}, ValueError, "beam_size must be >= 1, got 0"),
+    (decoding.beam_search, (GRU, SRC, SRC_MASK), {"length_penalty": -1.0}, ValueError,
+     "length_penalty must be >= 0 (0 = plain log-probability), got -1.0"),
+    (decoding.beam_search, (GRU, [[4, 5, 2]], SRC_MASK), {}, TypeError,
+     "src must be a torch.long tensor of token ids (1, S), got list"),
+    (decoding.translate, (GRU, "a b", VOCAB, VOCAB), {}, TypeError, "sentences must be a list of strings"),
+    (decoding.translate, (GRU, ["a"], VOCAB, VOCAB), {"batch_size": 0}, ValueError, "batch_size must be >= 1"),
+    (decoding.translate, (GRU, [3], VOCAB, VOCAB), {}, TypeError, "sentences[0] must be a str, got int"),
+    (decoding.translate, (GRU, ["a"], None, VOCAB), {}, TypeError, "src_vocab must be a Vocab"),
+    # models.generation
+    (generation.top_k_filter, (LOGITS, 0), {}, ValueError, "top_k must be >= 1, got 0"),
+    (generation.top_k_filter, (np.ones((1, 3)), 2), {}, TypeError,
+     "logits must be a floating torch.Tensor (..., vocab), got ndarray"),
+    (generation.top_k_filter, (LOGITS.long(), 1), {}, TypeError,
+     "logits must be a floating torch.Tensor (..., vocab), got torch.int64 tensor"),
+    (generation.top_k_filter, (torch.tensor([[0.0, float("nan")]]), 1), {}, ValueError,
+     "logits contain nan"),
+    (generation.top_p_filter, (LOGITS, 0), {}, ValueError, "top_p must be in (0, 1], got 0"),
+    (generation.top_p_filter, (LOGITS, 1.5), {}, ValueError, "top_p must be in (0, 1], got 1.5"),
+    (generation.top_p_filter, (LOGITS, "0.9"), {}, TypeError, "top_p must be a number in (0, 1], got str"),
+    (generation.next_token, (LOGITS, -1.0), {}, ValueError, "temperature must be >= 0"),
+    (generation.next_token, (LOGITS,), {"top_k": 0}, ValueError, "top_k must be >= 1, got 0"),
+    (generation.next_token, (torch.tensor([[float("nan"), 0.0]]), 0.0), {}, ValueError, "logits contain nan"),
+    (generation.next_token, (torch.tensor([0.0, 1.0]),), {}, ValueError,
+     "logits must have shape (batch, vocab), got (2,)"),
+    (generation.generate, (GPT_S, IDS, -1), {}, ValueError, "max_new_tokens must be >= 0, got -1"),
+    (generation.generate, (GPT_S, IDS.float(), 2), {}, TypeError, "ids must be a torch.long tensor"),
+    (generation.generate, (GPT_S, torch.ones(1, 9, dtype=torch.long), 2), {}, ValueError,
+     "the prompt has 9 tokens but the model's context is max_len=8"),
+    (generation.generate, (GPT_S, torch.tensor([[1, 50]]), 2), {}, ValueError,
+     "ids must lie in [0, vocab_size=11), got ids from 1 to 50"),
+    (generation.next_token_table, (GPT_S, None, "a"), {}, TypeError,
+     "tokenizer must have encode() and decode() (a BPETokenizer), got NoneType"),
+    (generation.next_token_table, (GPT_S, None, "a"), {"k": 0}, ValueError, "k must be >= 1, got 0"),
+    (generation.next_token_table, (GPT_S, None, 3), {}, TypeError, "prompt must be a str, got int"),
+    (generation.next_token_table, (None, None, "a"), {}, TypeError, "model must be a torch.nn.Module"),
+    # models.gpt
+    (gpt.GPTConfig, (0, 8), {}, ValueError, "vocab_size must be >= 1, got 0"),
+    (gpt.GPTConfig, (11, 8), {"d_model": 6, "num_heads": 4}, ValueError, "d_model=6 is not divisible"),
+    (gpt.GPTConfig, (11, 8), {"activation": "swish"}, ValueError, "activation must be one of"),
+    (gpt.GPTConfig, (11, 8), {"layer_norm_eps": 0.0}, ValueError, "layer_norm_eps must be a finite number > 0"),
+    (gpt.GPT, (11, 0), {}, ValueError, "max_len must be >= 1, got 0"),
+    (gpt.GPT, (11, 8), {"dropout": 1.0}, ValueError, "dropout must be a probability in [0, 1)"),
+    (gpt.GPT, (11.0, 8), {}, TypeError, "vocab_size must be an integer, got float"),
+    (gpt.lm_loss, (GPT_S, IDS[:, :1]), {}, ValueError, "ids must be (batch, n + 1) with n >= 1, got (1, 1)"),
+    (gpt.lm_loss, (GPT_S, np.ones((1, 3))), {}, TypeError, "ids must be a torch.long tensor of token ids"),
+    (gpt.lm_loss, (None, IDS), {}, TypeError, "model must be a torch.nn.Module, got NoneType"),
+    (gpt.gpt_parameter_count, (0,), {}, ValueError, "vocab_size must be >= 1, got 0"),
+    (gpt.gpt_parameter_count, (), {"d_ff": 0}, ValueError, "d_ff must be >= 1, got 0"),
+    (gpt.gpt_parameter_count, (), {"num_layers": 1.5}, TypeError, "num_layers must be an integer"),
+    (gpt.load_tiny_gpt, ("no/such/file.pt",), {}, FileNotFoundError,
+     "path 'no/such/file.pt': no such checkpoint file"),
+    (gpt.load_tiny_gpt, (None, ), {"unexpected": 1}, TypeError, "unexpected"),
+    (gpt.load_tiny_gpt, (bert.CHECKPOINT,), {}, ValueError, "is not a GPT checkpoint"),
+    (gpt.load_tiny_gpt, (["a.pt"],), {}, TypeError, "path must be a str or pathlib.Path, got list"),
+    # models.mlm_head
+    (mlm_head.MlmHead, (0, 5), {}, ValueError, "hidden_size must be >= 1, got 0"),
+    (mlm_head.MlmHead, (8, 0), {}, ValueError, "vocab_size must be >= 1, got 0"),
+    (mlm_head.MlmHead, (8, 5), {"layer_norm_eps": -1.0}, ValueError,
+     "layer_norm_eps must be a finite number > 0, got -1.0"),
+    # models.modern
+    (modern.ModernConfig, (11, 6, 4, 1, 1, 16), {}, ValueError, "d_model=6 is not divisible by num_heads=4"),
+    (modern.ModernConfig, (11, 8, 4, 3, 1, 16), {}, ValueError, "num_kv_heads=3 must divide num_heads=4"),
+    (modern.ModernConfig, (11, 6, 2, 1, 1, 16), {}, ValueError, "even"),
+    (modern.ModernConfig, (11, 8, 2, 1, 1, 16), {"rope_theta": -1.0}, ValueError,
+     "rope_theta must be a finite number > 0, got -1.0"),
+    (modern.ModernLM, (0, 8, 2, 1, 1, 16), {}, ValueError, "vocab_size must be >= 1, got 0"),
+    (modern.ModernLM, (11, 8, 2, 1, 1, 16), {"rms_eps": 0.0}, ValueError,
+     "rms_eps must be a finite number > 0, got 0.0"),
+    (modern.ModernLM, (11, 8, 2, 1, 1, 16), {"max_len": 0}, ValueError, "max_len must be >= 1, got 0"),
+    (modern.rope_qk, (np.ones((1, 2, 3, 4)), torch.ones(1, 1, 3, 4), torch.arange(3)), {}, TypeError, "q"),
+    (modern.rope_qk, (torch.ones(1, 2, 3, 4), torch.ones(1, 1, 3, 4), torch.arange(2)), {}, ValueError,
+     "positions"),
+    (modern.rope_qk, (torch.ones(1, 2, 3, 5), torch.ones(1, 1, 3, 5), torch.arange(3)), {}, ValueError,
+     "even"),
+    # models.ngram
+    (ngram.CountLM, ([0.1, 0.2],), {}, TypeError, "log_probs must be a torch.Tensor (vocab,) or (vocab, vocab), got list"),
+    (ngram.CountLM, (torch.zeros(2, 2, 2),), {}, ValueError, "log_probs must be (vocab,) or (vocab, vocab), got (2, 2, 2)"),
+    (ngram.CountLM, (np.zeros(3),), {}, TypeError, "log_probs must be a torch.Tensor"),
+    (ngram.unigram_lm, ([0, 1], 3), {}, TypeError, "ids must be a torch.long tensor of token ids (n,), got list"),
+    (ngram.unigram_lm, (torch.tensor([0, 5]), 3), {}, ValueError, "ids must lie in [0, vocab_size=3), got ids from 0 to 5"),
+    (ngram.unigram_lm, (torch.tensor([0, 1]), 0), {}, ValueError, "vocab_size must be >= 1, got 0"),
+    (ngram.bigram_lm, (torch.tensor([0, 1]), 3), {"beta": 0.0}, ValueError, "beta must be a finite number > 0, got 0.0"),
+    (ngram.bigram_lm, (torch.tensor([0, 1]), 3), {"beta": "1"}, TypeError, "beta must be a positive number, got str"),
+    (ngram.bigram_lm, (torch.tensor([[0, 1]]), 3), {}, ValueError, "ids must have shape (n,)"),
+    (COUNT_LM.nll, (torch.tensor([[0, 1]]),), {}, ValueError, "ids must have shape (n,)"),
+    (COUNT_LM.nll, (torch.tensor([0, 7]),), {}, ValueError, "ids must lie in [0, vocab_size=3), got ids from 0 to 7"),
+    (COUNT_LM.nll, (torch.tensor([0]),), {}, ValueError, "ids must be a 1-D stream of at least 2 tokens, got (1,)"),
+    (BIGRAM_LM.next_token_log_probs, (), {}, ValueError, "a bigram model needs the previous token"),
+    (BIGRAM_LM.next_token_log_probs, (7,), {}, ValueError, "previous must be in [0, vocab_size=3), got 7"),
+    (BIGRAM_LM.next_token_log_probs, (1.0,), {}, TypeError, "previous must be an integer, got float"),
+    # models.seq2seq
+    (seq2seq.AdditiveAttention, (0, 4, 4), {}, ValueError, "d_query must be >= 1, got 0"),
+    (seq2seq.AdditiveAttention, (4, "4", 4), {}, TypeError, "d_key must be an integer, got str"),
+    (seq2seq.AdditiveAttention, (4, 4, -1), {}, ValueError, "d_att must be >= 1, got -1"),
+    (seq2seq.Seq2SeqGRU, (0, 10), {}, ValueError, "src_vocab must be >= 1, got 0"),
+    (seq2seq.Seq2SeqGRU, (10, 10), {"pad_id": 10}, ValueError, "pad_id must be in [0, src_vocab=10), got 10"),
+    (seq2seq.Seq2SeqGRU, (10, 10), {"hidden": 0}, ValueError, "hidden must be >= 1, got 0"),
+    (seq2seq.AttentionSeq2SeqGRU, (10, 0), {}, ValueError, "tgt_vocab must be >= 1, got 0"),
+    (seq2seq.AttentionSeq2SeqGRU, (10, 10), {"att": 0}, ValueError, "att must be >= 1, got 0"),
+    (seq2seq.AttentionSeq2SeqGRU, (10, 10), {"emb": 2.5}, TypeError, "emb must be an integer, got float"),
+    # models.transformer
+    (transformer.TransformerTranslator, (10, 10), {"d_model": 6, "num_heads": 4}, ValueError,
+     "d_model=6 is not divisible by num_heads=4"),
+    (transformer.TransformerTranslator, (0, 10), {}, ValueError, "src_vocab must be >= 1, got 0"),
+    (transformer.TransformerTranslator, (10, 10), {"pad_id": 10}, ValueError,
+     "pad_id must be in [0, src_vocab=10), got 10"),
+    (transformer.TransformerTranslator, (10, 10), {"max_len": 0}, ValueError, "max_len must be >= 1, got 0"),
+    # data.docstrings
+    (ds.load_topic_sentences, ("dev",), {}, ValueError,
+     "split must be one of ('train', 'validation', 'test'), got 'dev'"),
+    (ds.load_topic_sentences, (3,), {}, ValueError, "split must be one of"),
+    (ds.load_topic_sentences, (None,), {}, ValueError, "got None"),
+    (ds.topic_documents, ("Train",), {}, ValueError, "split must be one of"),
+    (ds.topic_documents, (["train"],), {}, ValueError, "got ['train']"),
+    (ds.topic_documents, ("",), {}, ValueError, "got ''"),
+    (ds.sentence_pairs, ("dev",), {}, ValueError, "split must be one of"),
+    (ds.sentence_pairs, ("train",), {"seed": -1}, ValueError, "seed must be >= 0, got -1"),
+    (ds.sentence_pairs, ("train",), {"seed": "a"}, TypeError, "seed must be an integer, got str"),
+    # data.language_modeling
+    (lm.lm_tokenizer, (100,), {}, ValueError, "vocab_size must be >= 257 (1 special token + 256 bytes)"),
+    (lm.lm_tokenizer, (0,), {}, ValueError, "vocab_size must be >= 1, got 0"),
+    (lm.lm_tokenizer, (512.0,), {}, TypeError, "vocab_size must be an integer, got float"),
+    (lm.lm_corpus, (100,), {}, ValueError, "vocab_size must be >= 257"),
+    (lm.lm_corpus, (-5,), {}, ValueError, "vocab_size must be >= 1, got -5"),
+    (lm.lm_corpus, ("1024",), {}, TypeError, "vocab_size must be an integer, got str"),
+    (lm.encode_documents, (LM_TOK, "one document"), {}, TypeError,
+     "documents must be a list of tokens, got the str 'one document'"),
+    (lm.encode_documents, (PT_TOK, ["a"]), {}, ValueError,
+     "tokenizer must know <|endoftext|> (a BPETokenizer from lm_tokenizer()), got BPETokenizer"),
+    (lm.encode_documents, (None, ["a"]), {}, ValueError, "tokenizer must know <|endoftext|>"),
+    (lm.random_windows, (torch.arange(10), 0, 3), {}, ValueError, "batch_size must be >= 1, got 0"),
+    (lm.random_windows, (torch.arange(3), 2, 3), {}, ValueError,
+     "ids must be 1-D with at least length + 1 = 4 tokens"),
+    (lm.random_windows, ([1, 2, 3, 4], 1, 2), {}, TypeError,
+     "ids must be a torch.long tensor of token ids (n,), got list"),
+    (lm.random_windows, (torch.arange(10)[None], 1, 2), {}, ValueError, "ids must have shape (n,)"),
+    (lm.bits_per_char, (1.0, 10, 0), {}, ValueError, "n_chars must be >= 1, got 0"),
+    (lm.bits_per_char, (-1.0, 10, 30), {}, ValueError, "nats_per_token must be a finite loss >= 0, got -1.0"),
+    (lm.bits_per_char, (float("nan"), 10, 30), {}, ValueError, "nats_per_token must be a finite loss >= 0"),
+    (lm.bits_per_char, (torch.tensor(1.0), 10, 30), {}, TypeError,
+     "nats_per_token must be a number, got Tensor"),
+    (lm.evaluate_lm, (GPT_S, torch.arange(5)), {"block": 0}, ValueError, "block must be >= 1, got 0"),
+    (lm.evaluate_lm, (None, torch.arange(5)), {}, TypeError, "model must be a torch.nn.Module"),
+    (lm.evaluate_lm, (GPT_S, torch.tensor([1])), {}, ValueError,
+     "ids must hold at least 2 tokens (one to predict), got 1"),
+    (lm.evaluate_lm, (GPT_S, IDS), {}, ValueError, "ids must have shape (n,)"),
+    (lm.known_word_fraction, ("1 2 3", "the cat"), {}, ValueError, "texts contain no words"),
+    (lm.known_word_fraction, (3, "the cat"), {}, TypeError, "texts must be a list of tokens, got int"),
+    (lm.known_word_fraction, (["a cat", None], "the cat"), {}, TypeError, "texts[1] must be a str, got NoneType"),
+    (lm.known_word_fraction, ("a cat", None), {}, TypeError, "reference must be a list of tokens, got NoneType"),
+    # data.pretraining
+    (pt.split_documents, ("abc",), {}, TypeError, "documents must be a list of tokens, got the str 'abc'"),
+    (pt.split_documents, (DOCS,), {"every": 1}, ValueError, "every must be >= 2, got 1"),
+    (pt.split_documents, (DOCS,), {"every": 0}, ValueError, "every must be >= 1, got 0"),
+    (pt.pretraining_tokenizer, (0,), {}, ValueError, "vocab_size must be >= 1, got 0"),
+    (pt.pretraining_tokenizer, (2.5,), {}, TypeError, "vocab_size must be an integer, got float"),
+    (pt.pretraining_tokenizer, (3,), {}, ValueError, "vocab_size must be >= 83 (5 special tokens + the corpus's characters), got 3"),
+    (pt.make_nsp_pair, (DOCS, 5, 0, RNG), {}, ValueError, "doc must be in [0, 2), got 5"),
+    (pt.make_nsp_pair, (DOCS, 0, 1, RNG), {}, ValueError,
+     "index must be in [0, 1) so that a next sentence exists, got 1"),
+    (pt.make_nsp_pair, (DOCS, 0, 0, None), {}, TypeError, "rng must be a Generator, got NoneType"),
+    (pt.make_nsp_pair, (DOCS[:1], 0, 0, RNG), {}, ValueError, "documents must hold at least 2 documents"),
+    (pt.make_nsp_pair, (DOCS, 0.0, 0, RNG), {}, TypeError, "doc must be an integer, got float"),
+    (pt.PretrainingData, (PT_TOK, DOCS), {"max_len": 4}, ValueError,
+     "max_len must be >= 5 (3 special tokens + 2 words), got 4"),
+    (pt.PretrainingData, (PT_TOK, DOCS), {"mask_prob": 1.5}, ValueError,
+     "mask_prob must be a probability in [0, 1], got 1.5"),
+    (pt.PretrainingData, (PT_TOK, DOCS[:1]), {}, ValueError, "documents must hold >= 2 documents"),
+    (pt.PretrainingData, (LM_TOK, DOCS), {}, ValueError,
+     "tokenizer must know BERT's special tokens (pretraining_tokenizer()); BPETokenizer lacks"),
+    (PT_DATA.example, (RNG,), {"position": 9}, ValueError, "position must be in [0, 2), got 9"),
+    (PT_DATA.example, (None,), {}, TypeError, "rng must be a Generator, got NoneType"),
+    (PT_DATA.example, (RNG,), {"position": -1}, ValueError, "position must be >= 0, got -1"),
+    (PT_DATA.batch, (0, RNG), {}, ValueError, "batch_size must be >= 1, got 0"),
+    (PT_DATA.batch, (2, 0), {}, TypeError, "rng must be a Generator, got int"),
+    (PT_DATA.batch, (2.0, RNG), {}, TypeError, "batch_size must be an integer, got float"),
+    # data.translation.batches
+    (tb.Vocab, ("abc",), {}, TypeError, "tokens must be an iterable of str tokens, got the str 'abc'"),
+    (tb.Vocab, ([1, 2],), {}, TypeError, "each token must be a str, got int"),
+    (tb.Vocab, (None,), {}, TypeError, "tokens must be an iterable of str tokens, got NoneType"),
+    (tb.Vocab.build, ("a b c",), {}, TypeError, "sentences must be a list of str, got the str 'a b c'"),
+    (tb.Vocab.build, (["a b"],), {"min_freq": 0}, ValueError, "min_freq must be >= 1, got 0"),
+    (tb.Vocab.build, ([3],), {}, TypeError, "sentence must be a str, got int"),
+    (VOCAB.encode, (3,), {}, TypeError, "sentence must be a list of tokens, got int"),
+    (VOCAB.encode, ([1, 2],), {}, TypeError, "each token of sentence must be a str, got int"),
+    (VOCAB.encode, (None,), {}, TypeError, "sentence must be a list of tokens, got NoneType"),
+    (VOCAB.decode, ("4 5",), {}, TypeError, "ids must be a list of tokens, got the str '4 5'"),
+    (VOCAB.decode, ([4.5],), {}, TypeError, "ids must be integer token ids, got float 4.5"),
+    (VOCAB.decode, (4,), {}, TypeError, "ids must be a list of tokens, got int"),
+    (tb.batch_iterator, (PAIRS, VOCAB, VOCAB, 3), {}, ValueError, "need at least batch_size=3 pairs, got 2"),
+    (tb.batch_iterator, (PAIRS, VOCAB, VOCAB, 0), {}, ValueError, "batch_size must be >= 1, got 0"),
+    (tb.batch_iterator, (PAIRS, None, VOCAB, 1), {}, TypeError, "src_vocab must be a Vocab, got NoneType"),
+    (tb.batch_iterator, (PAIRS, VOCAB, VOCAB, 1), {"bucket": 0}, ValueError, "bucket must be >= 1, got 0"),
+    # data.translation.grammar
+    (tg.NP, ("unicorn",), {}, ValueError, "noun must be one of ['armchair',"),
+    (tg.NP, ("cat",), {"adjs": "red"}, TypeError, "adjs must be a tuple, got str 'red'"),
+    (tg.NP, ("cat",), {"adjs": ("purple",)}, ValueError, "adjs[i] must be one of"),
+    (tg.NP, ("cat",), {"rel": "that sat"}, TypeError, "rel must be a VP, got str"),
+    (tg.VP, ("sat", tg.NP("mat")), {}, ValueError,
+     "prep must be one of ['in', 'on'] for the place verb 'sat', got None"),
+    (tg.VP, ("ate", tg.NP("mat")), {}, ValueError, "verb must be one of"),
+    (tg.VP, ("saw", "the dog"), {}, TypeError, "obj must be a NP, got str 'the dog'"),
+    (tg.Clause, ("cat", VP_), {}, TypeError, "subj must be a NP, got str 'cat'"),
+    (tg.Clause, (NP_, NP_), {}, TypeError, "vp must be a VP, got NP"),
+    (tg.Clause, (NP_, None), {}, TypeError, "vp must be a VP, got NoneType"),
+    (tg.Sentence, ((),), {}, ValueError, "clauses is empty; a sentence needs at least one Clause"),
+    (tg.Sentence, ([CLAUSE],), {}, TypeError, "clauses must be a tuple, got list"),
+    (tg.Sentence, ((CLAUSE, CLAUSE),), {}, ValueError,
+     "connector must be one of ['and', 'because', 'but'], got None"),
+    (tg.Sentence, ((CLAUSE, "and it slept"), "and"), {}, TypeError, "clauses[i] must be a Clause, got str"),
+    (tg.realize, (CLAUSE, "de"), {}, ValueError, "lang must be 'en', 'fr' or 'ru', got 'de'"),
+    (tg.realize, ("the cat saw the dog", "fr"), {}, TypeError, "sentence must be a Sentence or Clause, got str"),
+    (tg.realize, (NP_, "en"), {}, TypeError, "sentence must be a Sentence or Clause, got NP"),
+    # data.translation.sampling
+    (ts.sample_sentence, (None,), {}, TypeError, "rng must be a Random, got NoneType"),
+    (ts.sample_sentence, (RNG,), {}, TypeError, "rng must be a Random, got Generator"),
+    (ts.sample_sentence, (0,), {}, TypeError, "rng must be a Random, got int"),
+    (ts.make_translation_data, ("de",), {"n_train": 10, "n_test": 2}, ValueError,
+     "target must be one of ('fr', 'ru'), got 'de'"),
+    (ts.make_translation_data, (), {"n_train": 0}, ValueError, "n_train must be >= 1, got 0"),
+    (ts.make_translation_data, (), {"n_test": -1}, ValueError, "n_test must be >= 1, got -1"),
+    (ts.make_translation_data, (), {"n_train": 10, "n_test": 2, "max_len": 0}, ValueError,
+     "max_len must be >= 1, got 0"),
+    # pretrained (every check runs before MiniLM is loaded)
+    (pretrained.encode, (3,), {}, TypeError, "text must be a str, got int"),
+    (pretrained.encode, (None,), {}, TypeError, "text must be a str, got NoneType"),
+    (pretrained.encode, (["a", "b"],), {}, TypeError, "text must be a str, got list"),
+    (pretrained.word_vectors, (3, "cat"), {}, TypeError, "sentence must be a str, got int"),
+    (pretrained.word_vectors, ("the cat", ["cat"]), {}, TypeError, "word must be a str, got list"),
+    (pretrained.word_vectors, ("the cat", "cat"), {"occurrence": -1}, ValueError,
+     "occurrence must be >= 0, got -1"),
+    (pretrained.cosine_by_layer, (None, "the cat", "cat"), {}, TypeError, "sentence_a must be a str, got NoneType"),
+    (pretrained.cosine_by_layer, ("the cat", 3, "cat"), {}, TypeError, "sentence_b must be a str, got int"),
+    (pretrained.cosine_by_layer, ("the cat", "a cat", 3), {}, TypeError, "word must be a str, got int"),
+    (pretrained.attention_maps, (3,), {}, TypeError, "sentence must be a str, got int"),
+    (pretrained.attention_maps, (None,), {}, TypeError, "sentence must be a str, got NoneType"),
+    (pretrained.attention_maps, (["the", "cat"],), {}, TypeError, "sentence must be a str, got list"),
+    (pretrained.fill_mask, ("no mask here",), {}, ValueError, "text must contain exactly one [MASK], got 0"),
+    (pretrained.fill_mask, ("a [MASK] b",), {"top_k": 0}, ValueError, "top_k must be >= 1, got 0"),
+    (pretrained.fill_mask, (3,), {}, TypeError, "text must be a str, got int"),
+    # forward (and the other public methods) of the torch modules
+    (CSA.forward, (torch.ones(3, 8),), {}, ValueError, "x must have shape (batch, n, d_model=8), got (3, 8)"),
+    (CSA.forward, (np.ones((1, 3, 8)),), {}, TypeError, "x must be a torch.Tensor, got ndarray"),
+    (CSA.forward, (T3, KVCache()), {}, TypeError, "cache must be a LayerKVCache or None, got KVCache"),
+    (CSA.forward, (torch.ones(1, 3, 4),), {}, ValueError, "x must have shape (batch, n, d_model=8), got (1, 3, 4)"),
+    (MHA.forward, (torch.ones(3, 8), T3, T3), {}, ValueError, "query must have shape (batch, n, d_model=8)"),
+    (MHA.forward, (T3, np.ones((1, 3, 8)), T3), {}, TypeError, "key must be a torch.Tensor, got ndarray"),
+    (MHA.forward, (T3, T3, T3, torch.ones(3, 3)), {}, TypeError, "mask must be boolean"),
+    (MHA.forward, (T3, torch.ones(2, 3, 8), torch.ones(2, 3, 8)), {}, ValueError, "must share the batch size"),
+    (ENC_LAYER.forward, (torch.ones(1, 3, 4),), {}, ValueError, "x must have shape (batch, n, d_model=8), got (1, 3, 4)"),
+    (ENC_LAYER.forward, (T3, torch.ones(3, 4, dtype=torch.bool)), {}, ValueError, "does not fit"),
+    (ENC_LAYER.forward, (T3, torch.zeros(3, 3, dtype=torch.bool)), {}, ValueError, "mask hides every key"),
+    (DEC_LAYER.forward, (T3, torch.ones(1, 3, 4)), {}, ValueError, "memory must have shape (batch, n, d_model=8)"),
+    (DEC_LAYER.forward, (T3, torch.ones(2, 3, 8)), {}, ValueError, "batch"),
+    (DEC_LAYER.forward, (T3, T3, None, torch.ones(1, 1, 3)), {}, TypeError, "memory_mask must be boolean"),
+    (ENC.forward, (np.ones((1, 3, 8)),), {}, TypeError, "x must be a torch.Tensor, got ndarray"),
+    (ENC.forward, (torch.ones(1, 3, 5),), {}, ValueError, "x must have shape (batch, n, d_model=8), got (1, 3, 5)"),
+    (ENC.forward, (T3, torch.ones(1, 1, 3)), {}, TypeError, "mask must be boolean"),
+    (DEC.forward, (T3, np.ones((1, 3, 8))), {}, TypeError, "memory must be a torch.Tensor, got ndarray"),
+    (DEC.forward, (torch.ones(3, 8), T3), {}, ValueError, "x must have shape (batch, n, d_model=8), got (3, 8)"),
+    (DEC.forward, (T3, T3, torch.ones(3, 3)), {}, TypeError, "self_mask must be boolean"),
+    (FFN.forward, (torch.ones(1, 3, 4),), {}, ValueError, "x must end with d_model=8, got (1, 3, 4)"),
+    (FFN.forward, (np.ones((1, 3, 8)),), {}, TypeError, "x must be a torch.Tensor (..., d_model=8), got ndarray"),
+    (FFN.forward, (torch.ones(1, 3, 8, dtype=torch.long),), {}, TypeError, "x must be a floating tensor, got torch.int64"),
+    (GPT_S.forward, (IDS.float(),), {}, TypeError, "ids must be a torch.long tensor of token ids (batch, n), got torch.float32 tensor"),
+    (GPT_S.forward, (torch.tensor([[0, 11]]),), {}, ValueError, "ids must lie in [0, vocab_size=11), got ids from 0 to 11"),
+    (GPT_S.forward, (IDS, []), {}, TypeError, "cache must be a KVCache or None, got list"),
+    (GPT_S.forward, (torch.ones(1, 9, dtype=torch.long),), {}, ValueError, "do not fit the context max_len=8"),
+    (MODERN_S.forward, (IDS[0],), {}, ValueError, "ids must have shape (batch, n) with no empty axis, got (3,)"),
+    (MODERN_S.forward, (torch.tensor([[-1, 2]]),), {}, ValueError, "ids must lie in [0, vocab_size=11), got ids from -1 to 2"),
+    (MODERN_S.forward, (IDS, LayerKVCache()), {}, TypeError, "cache must be a KVCache or None, got LayerKVCache"),
+    (BERT_S.forward, (torch.ones(1, 9, dtype=torch.long),), {}, ValueError, "max_len=8 position embeddings"),
+    (BERT_S.forward, (IDS, torch.zeros(1, 2, dtype=torch.long)), {}, ValueError, "segment_ids must have the shape of input_ids (1, 3)"),
+    (BERT_S.forward, (IDS, torch.full((1, 3), 2)), {}, ValueError, "segment_ids must lie in [0, type_vocab_size=2), got ids from 2 to 2"),
+    (BERT_S.forward, (torch.tensor([[1, 20]]),), {}, ValueError, "input_ids must lie in [0, vocab_size=20)"),
+    (BERT_S.forward, (IDS, None, torch.ones(1, 3)), {}, TypeError, "attention_mask must be a boolean torch.Tensor (batch, n)"),
+    (BERT_S.mlm_logits, (torch.ones(1, 3, 4),), {}, ValueError, "hidden must end with d_model=8, got (1, 3, 4)"),
+    (BERT_S.mlm_logits, (np.ones((1, 3, 8)),), {}, TypeError, "hidden must be a torch.Tensor (..., d_model=8), got ndarray"),
+    (BERT_S.mlm_logits, (torch.ones(1, 3, 8, dtype=torch.long),), {}, TypeError, "hidden must be a floating tensor"),
+    (BERT_S.nsp_logits, (torch.ones(1, 8),), {}, ValueError, "hidden must have shape (batch, n, d_model=8), got (1, 8)"),
+    (BERT_S.nsp_logits, (np.ones((1, 3, 8)),), {}, TypeError, "hidden must be a torch.Tensor, got ndarray"),
+    (BERT_S.nsp_logits, (torch.ones(1, 3, 5),), {}, ValueError, "hidden must have shape (batch, n, d_model=8), got (1, 3, 5)"),
+    (BERT_ENC.forward, (IDS[0],), {}, ValueError, "input_ids must have shape (batch, n)"),
+    (BERT_ENC.forward, (torch.tensor([[1, 25]]),), {}, ValueError, "input_ids must lie in [0, vocab_size=20)"),
+    (BERT_ENC.forward, (IDS, torch.full((1, 3), 2)), {}, ValueError, "token_type_ids must be < type_vocab_size=2"),
+    (BERT_ENC.forward, (IDS, None, torch.ones(1, 2)), {}, ValueError, "attention_mask must have the shape of input_ids (1, 3), got (1, 2)"),
+    (BERT_ENC.embed, (IDS[0],), {}, ValueError, "input_ids must have shape (batch, n)"),
+    (BERT_ENC.embed, (IDS.float(),), {}, TypeError, "input_ids must be a torch.long tensor of token ids"),
+    (BERT_ENC.embed, (torch.ones(1, 9, dtype=torch.long),), {}, ValueError, "more than max_position_embeddings=8"),
+    (MLM_HEAD.forward, (torch.ones(1, 4), torch.ones(20, 8)), {}, ValueError, "hidden must end with hidden_size=8, got (1, 4)"),
+    (MLM_HEAD.forward, (torch.ones(1, 8), torch.ones(8, 20)), {}, ValueError, "word_embeddings must be (vocab_size, hidden_size) = (20, 8), got (8, 20)"),
+    (MLM_HEAD.forward, (np.ones((1, 8)), torch.ones(20, 8)), {}, TypeError, "hidden must be a torch.Tensor (..., hidden_size=8), got ndarray"),
+    (CLASSIFIER.forward, (torch.ones(1, 3, 4), M3), {}, ValueError, "hidden must have shape (batch, n, hidden_size=8), got (1, 3, 4)"),
+    (CLASSIFIER.forward, (T3, torch.ones(1, 4)), {}, ValueError, "attention_mask must have shape (batch=1, n=3), got (1, 4)"),
+    (CLASSIFIER.forward, (np.ones((1, 3, 8)), M3), {}, TypeError, "hidden must be a torch.Tensor, got ndarray"),
+    (SPAN.forward, (torch.ones(1, 3, 4),), {}, ValueError, "hidden must have shape (batch, n, hidden_size=8), got (1, 3, 4)"),
+    (SPAN.forward, (np.ones((1, 3, 8)),), {}, TypeError, "hidden must be a torch.Tensor, got ndarray"),
+    (SPAN.forward, (torch.ones(3, 8),), {}, ValueError, "hidden must have shape (batch, n, hidden_size=8), got (3, 8)"),
+    (ADD_ATT.forward, (torch.ones(1, 4), torch.ones(1, 3, 6)), {}, ValueError, "query must have shape (batch, d_query=8), got (1, 4)"),
+    (ADD_ATT.forward, (torch.ones(1, 8), torch.ones(1, 3, 4)), {}, ValueError, "keys must have shape (batch, n, d_key=6), got (1, 3, 4)"),
+    (ADD_ATT.forward, (torch.ones(1, 8), torch.ones(1, 3, 6), torch.ones(1, 3)), {}, TypeError, "mask must be boolean"),
+    (ADD_ATT.forward, (torch.ones(1, 8), torch.ones(1, 3, 6), torch.zeros(1, 3, dtype=torch.bool)), {}, ValueError, "mask hides every key"),
+    (ADD_ATT.project_keys, (torch.ones(1, 3, 4),), {}, ValueError, "keys must have shape (batch, n, d_key=6), got (1, 3, 4)"),
+    (ADD_ATT.project_keys, (np.ones((1, 3, 6)),), {}, TypeError, "keys must be a torch.Tensor"),
+    (ADD_ATT.project_keys, (torch.ones(3, 6),), {}, ValueError, "keys must have shape (batch, n, d_key=6), got (3, 6)"),
+    (GRU.forward, (SRC, SRC_MASK, torch.tensor([[1, 12]])), {}, ValueError, "tgt_in must lie in [0, vocab_size=10)"),
+    (GRU.encode, (SRC, SRC_MASK[:, :2]), {}, ValueError, "src_mask must have the shape of src (1, 3), got (1, 2)"),
+    (GRU.encode, (torch.tensor([[0, 4]]), torch.tensor([[False, True]])), {}, ValueError, "src_mask must mark at least the first token"),
+    (GRU.decode, (torch.ones(1, 16), SRC_MASK, IDS.float()), {}, TypeError, "tgt_in must be a torch.long tensor of token ids"),
+    (ATT_GRU.forward, (SRC.float(), SRC_MASK, IDS), {}, TypeError, "src must be a torch.long tensor of token ids (batch, length)"),
+    (ATT_GRU.encode, (torch.tensor([[4, 99]]), SRC_MASK[:, :2]), {}, ValueError, "src must lie in [0, vocab_size=10), got ids from 4 to 99"),
+    (ATT_GRU.decode, (ATT_GRU.encode(SRC, SRC_MASK), SRC_MASK, IDS[0]), {}, ValueError, "tgt_in must have shape (batch, length)"),
+    (TRANSLATOR.forward, (SRC, SRC_MASK.long(), IDS), {}, TypeError, "src_mask must be a boolean tensor"),
+    (TRANSLATOR.encode, (SRC, SRC_MASK, ), {"extra": 1}, TypeError, "extra"),
+    (TRANSLATOR.encode, (torch.ones(1, 20, dtype=torch.long), torch.ones(1, 20, dtype=torch.bool)), {}, ValueError,
+     "sequence of length 20 is longer than max_len=16"),
+    (TRANSLATOR.decode, (torch.ones(1, 3, 8), SRC_MASK, torch.tensor([[1, 10]])), {}, ValueError, "tgt_in must lie in [0, vocab_size=10)"),
+    (TRANSLATOR.decode, (torch.ones(1, 3, 4), SRC_MASK, IDS), {}, ValueError, "memory must have shape (batch, n, d_model=8), got (1, 3, 4)"),
+    (GRU.forward, (SRC, SRC_MASK[:, :1], IDS), {}, ValueError, "src_mask must have the shape of src (1, 3)"),
+    (GRU.forward, ([[4, 5]], SRC_MASK, IDS), {}, TypeError, "src must be a torch.long tensor of token ids (batch, length), got list"),
+    (GRU.encode, (SRC[0], SRC_MASK), {}, ValueError, "src must have shape (batch, length)"),
+    (GRU.decode, (torch.ones(1, 16), SRC_MASK, IDS[0]), {}, ValueError, "tgt_in must have shape (batch, length)"),
+    (GRU.decode, (torch.ones(1, 16), SRC_MASK, torch.tensor([[1, 10]])), {}, ValueError,
+     "tgt_in must lie in [0, vocab_size=10), got ids from 1 to 10"),
+    (ATT_GRU.forward, (SRC, SRC_MASK.long(), IDS), {}, TypeError, "src_mask must be a boolean tensor"),
+    (ATT_GRU.forward, (SRC, SRC_MASK, IDS.float()), {}, TypeError, "tgt_in must be a torch.long tensor of token ids"),
+    (ATT_GRU.encode, (SRC, None), {}, TypeError, "src_mask must be a boolean tensor"),
+    (ATT_GRU.encode, (np.array([[4, 5]]), SRC_MASK), {}, TypeError, "src must be a torch.long tensor of token ids"),
+    (ATT_GRU.decode, (ATT_GRU.encode(SRC, SRC_MASK), SRC_MASK, torch.tensor([[3, 11]])), {}, ValueError,
+     "tgt_in must lie in [0, vocab_size=10)"),
+    (ATT_GRU.decode, (ATT_GRU.encode(SRC, SRC_MASK), SRC_MASK[:, :2], IDS), {}, ValueError,
+     "mask must have shape (batch, n), got (1, 2)"),
+    (TRANSLATOR.forward, (SRC, SRC_MASK, torch.tensor([[1, 10]])), {}, ValueError, "tgt_in must lie in [0, vocab_size=10)"),
+    (TRANSLATOR.forward, (SRC, SRC_MASK[:, :2], IDS), {}, ValueError, "src_mask must have the shape of src (1, 3)"),
+    (TRANSLATOR.encode, (SRC.float(), SRC_MASK), {}, TypeError, "src must be a torch.long tensor of token ids"),
+    (TRANSLATOR.decode, (torch.ones(1, 3, 8), SRC_MASK, IDS.float()), {}, TypeError, "tgt_in must be a torch.long tensor"),
+    # the from_* constructors
+    (MultiHeadAttention.from_torch, (nn.Linear(4, 4),), {}, TypeError, "module must be a torch.nn.MultiheadAttention, got Linear"),
+    (MultiHeadAttention.from_torch, (MHA,), {}, TypeError, "module must be a torch.nn.MultiheadAttention, got MultiHeadAttention"),
+    (MultiHeadAttention.from_torch, (nn.MultiheadAttention(4, 2, kdim=3),), {}, ValueError, "kdim = vdim = embed_dim"),
+    (EncoderLayer.from_torch, (None,), {}, TypeError, "module must be a torch.nn.TransformerEncoderLayer, got NoneType"),
+    (EncoderLayer.from_torch, (ENC_LAYER,), {}, TypeError, "module must be a torch.nn.TransformerEncoderLayer, got EncoderLayer"),
+    (EncoderLayer.from_torch, (nn.TransformerEncoderLayer(4, 2, activation=nn.SiLU()),), {}, ValueError,
+     "module.activation: only relu, gelu and tanh-approximated gelu"),
+    (DecoderLayer.from_torch, (nn.TransformerEncoderLayer(4, 2),), {}, TypeError,
+     "module must be a torch.nn.TransformerDecoderLayer, got TransformerEncoderLayer"),
+    (DecoderLayer.from_torch, (DEC_LAYER,), {}, TypeError, "module must be a torch.nn.TransformerDecoderLayer, got DecoderLayer"),
+    (DecoderLayer.from_torch, (nn.TransformerDecoderLayer(4, 2, activation=nn.SiLU()),), {}, ValueError,
+     "module.activation: only relu, gelu and tanh-approximated gelu"),
+    (Encoder.from_torch, (nn.TransformerEncoderLayer(4, 2),), {}, TypeError,
+     "module must be a torch.nn.TransformerEncoder, got TransformerEncoderLayer"),
+    (Encoder.from_torch, (ENC,), {}, TypeError, "module must be a torch.nn.TransformerEncoder, got Encoder"),
+    (Encoder.from_torch, (None,), {}, TypeError, "module must be a torch.nn.TransformerEncoder, got NoneType"),
+    (Decoder.from_torch, (nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2), 1, enable_nested_tensor=False),), {},
+     TypeError, "module must be a torch.nn.TransformerDecoder, got TransformerEncoder"),
+    (Decoder.from_torch, (DEC,), {}, TypeError, "module must be a torch.nn.TransformerDecoder, got Decoder"),
+    (Decoder.from_torch, ("decoder",), {}, TypeError, "module must be a torch.nn.TransformerDecoder, got str"),
+    (gpt.GPT.from_config, ({"vocab_size": 11, "max_len": 8},), {}, TypeError, "config must be a GPTConfig, got dict"),
+    (gpt.GPT.from_config, (None,), {}, TypeError, "config must be a GPTConfig, got NoneType"),
+    (gpt.GPT.from_config, (ENC_CFG,), {}, TypeError, "config must be a GPTConfig, got BertEncoderConfig"),
+    (gpt.GPT.from_hf, (GPT_S,), {}, TypeError, "model must be a transformers GPT2LMHeadModel, got GPT"),
+    (gpt.GPT.from_hf, (None,), {}, TypeError, "model must be a transformers GPT2LMHeadModel, got NoneType"),
+    (gpt.GPT.from_hf, ("gpt2",), {}, TypeError, "model must be a transformers GPT2LMHeadModel, got str"),
+    (modern.ModernLM.from_hf, (MODERN_S,), {}, TypeError, "model must be a transformers LlamaForCausalLM"),
+    (modern.ModernLM.from_hf, (None,), {}, TypeError, "model must be a transformers LlamaForCausalLM"),
+    (modern.ModernLM.from_hf, ("meta-llama/Llama-2-7b",), {}, TypeError, "model must be a transformers LlamaForCausalLM"),
+    (bert_encoder.BertEncoder.from_hf, (BERT_ENC,), {}, TypeError, "model must be a transformers BertModel, got BertEncoder"),
+    (bert_encoder.BertEncoder.from_hf, (None,), {}, TypeError, "model must be a transformers BertModel, got NoneType"),
+    (bert_encoder.BertEncoder.from_hf, ("bert-base-uncased",), {}, TypeError, "model must be a transformers BertModel, got str"),
+    # every training entry point stops on a loss that cannot be computed
+    (training.train, (BERT_S, [ONE_MASKED, NO_MASKED], bert.pretraining_loss), {"steps": 2, "progress": False},
+     ValueError, "batch['mlm_labels'] has no position to predict"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fn", "args", "kwargs", "error", "fragment"),
+    CASES,
+    ids=[
+        f"{getattr(c[0], '__qualname__', c[0].__class__.__name__)}-{i}" for i, c in enumerate(CASES)
+    ],
+)
+def test_bad_input_is_refused_with_a_message(fn, args, kwargs, error, fragment):
+    with pytest.raises(error) as info:
+        fn(*args, **kwargs)
+    assert fragment in str(info.value)
+
+
+def _key(fn) -> str:
+    """``module.qualname`` of a callable, a bound method's function for a method."""
+    fn = getattr(fn, "__func__", fn)
+    return f"{fn.__module__}.{fn.__qualname__}"
+
+
+# Public callables with nothing to refuse, and why (they take no argument, or only hold data).
+EXEMPT = {
+    "course_lib.causal_attention.KVCache": "takes no argument",
+    "course_lib.causal_attention.KVCache.numel": "takes no argument",
+    "course_lib.causal_attention.LayerKVCache": "takes no argument",
+    "course_lib.pretrained.minilm_path": "takes no argument",
+    "course_lib.pretrained.load_minilm": "takes no argument",
+    "course_lib.pretrained.load_minilm_encoder": "takes no argument",
+    "course_lib.pretrained.load_minilm_mlm": "takes no argument",
+    "course_lib.pretrained.load_topic_classifier": "takes no argument",
+    "course_lib.data.language_modeling.lm_documents": "takes no argument",
+    "course_lib.data.pretraining.load_pretraining_corpus": "takes no argument",
+    "course_lib.models.configs.TinyBertConfig.as_dict": "takes no argument",
+    "course_lib.models.configs.TinyBertTraining.as_dict": "takes no argument",
+    "course_lib.training.TrainingLog": "result record of train(); holds data, validates nothing",
+    "course_lib.models.bert_encoder.BertEncoderOutput": "result record of BertEncoder.forward",
+    "course_lib.data.language_modeling.LMCorpus": "result record of lm_corpus()",
+    "course_lib.data.translation.batches.Batch": "record of make_batch()'s tensors; the models "
+    "and translation_loss check what they read from it",
+    "course_lib.data.translation.sampling.TranslationData": "result record of "
+    "make_translation_data()",
+}
+
+
+def _public_callables() -> list[str]:
+    """Every public function, class and public method of the modules this file covers."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import course_lib.data
+    import course_lib.layers
+    import course_lib.models
+
+    names = ["course_lib.causal_attention", "course_lib.pretrained", "course_lib.training"]
+    for pkg in (course_lib.layers, course_lib.models, course_lib.data):
+        names += [m.name for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")]
+    found = []
+    for name in names:
+        module = importlib.import_module(name)
+        for attr in getattr(module, "__all__", []):
+            obj = getattr(module, attr)
+            if not callable(obj) or getattr(obj, "__module__", None) != name:
+                continue  # data (a dict, a config instance) or a re-export
+            found.append(_key(obj))
+            if inspect.isclass(obj):
+                for meth, value in vars(obj).items():
+                    func = getattr(value, "__func__", value)  # classmethods
+                    if not meth.startswith("_") and inspect.isfunction(func):
+                        found.append(f"{name}.{obj.__qualname__}.{meth}")
+    return found
+
+
+def test_at_least_three_bad_inputs_per_callable_in_this_table():
+    counts: dict[str, int] = {}
+    for fn, *_ in CASES:
+        counts[_key(fn)] = counts.get(_key(fn), 0) + 1
+    assert min(counts.values()) >= 3, {k: v for k, v in counts.items() if v < 3}
+
+
+def test_every_public_callable_of_these_modules_is_covered_or_exempt():
+    """With the rows tests/test_bad_inputs.py already holds for these modules."""
+    from test_bad_inputs import CASES as NUMPY_SIDE_CASES
+
+    counts: dict[str, int] = {}
+    for fn, *_ in [*CASES, *NUMPY_SIDE_CASES]:
+        counts[_key(fn)] = counts.get(_key(fn), 0) + 1
+    public = _public_callables()
+    assert len(public) > 150  # the walk found the modules
+    missing = {k: counts.get(k, 0) for k in public if counts.get(k, 0) < 3 and k not in EXEMPT}
+    assert not missing, missing
+    assert not set(EXEMPT) - set(public), "stale exemptions"
+    assert not set(EXEMPT) & {k for k, v in counts.items() if v}, "exempt but tested"

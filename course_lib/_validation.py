@@ -41,6 +41,37 @@ def as_float_array(x, name: str, *, min_ndim: int = 0) -> np.ndarray:
     return arr
 
 
+def as_finite_array(x, name: str, *, min_ndim: int = 0) -> np.ndarray:
+    """:func:`as_float_array`, refusing nan and inf (where they cannot mean anything)."""
+    arr = as_float_array(x, name, min_ndim=min_ndim)
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains nan or inf; it needs finite numbers")
+    return arr
+
+
+def check_float_buffer(x, name: str) -> np.ndarray:
+    """Return ``x`` if it is a floating numpy array (to be overwritten in place), else raise."""
+    if not isinstance(x, np.ndarray):
+        raise TypeError(
+            f"{name} must be a float numpy array (it is overwritten in place), "
+            f"got {type(x).__name__}"
+        )
+    if x.dtype.kind != "f":
+        raise TypeError(
+            f"{name} must be a float numpy array (it is overwritten in place), got dtype {x.dtype}"
+        )
+    return x
+
+
+def check_labels(labels, name: str, n: int, what: str) -> list:
+    """``labels`` (a list of tokens, not a str) as a list of ``n`` entries, else raise naming
+    ``name`` and ``what`` has ``n``."""
+    labels = check_token_sequence(labels, name)
+    if len(labels) != n:
+        raise ValueError(f"{name} has {len(labels)} entries but {what} has {n}")
+    return labels
+
+
 def as_bool_mask(mask, name: str = "mask") -> np.ndarray:
     """Return ``mask`` as a boolean array (True = may attend), refusing non-boolean dtypes."""
     arr = np.asarray(mask)

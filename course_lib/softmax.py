@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
-from ._validation import as_float_array, check_positive_int
+from ._validation import as_float_array, check_float_buffer, check_positive_int
 
 __all__ = [
     "softmax",
@@ -84,7 +84,9 @@ def softmax_inplace_unchecked(x: np.ndarray, axis: int = -1) -> np.ndarray:
 
     For hot paths (attention) whose caller has already ensured every row has a finite maximum:
     it saves the validation passes and the temporaries of :func:`softmax` on large score matrices.
+    Only the type and ``axis`` are checked (no pass over the values).
     """
+    _check_axis(check_float_buffer(x, "x"), axis)
     x -= np.max(x, axis=axis, keepdims=True)
     np.exp(x, out=x)
     x /= np.sum(x, axis=axis, keepdims=True)
@@ -146,6 +148,13 @@ def online_softmax_start(
 ) -> OnlineSoftmaxState:
     """The state before any block: maximum ``-inf`` and sum 0, for rows of batch shape ``shape``."""
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    shape = tuple(
+        check_positive_int(s, f"shape[{i}]", allow_zero=True) for i, s in enumerate(shape)
+    )
+    if np.dtype(dtype).kind != "f":
+        raise TypeError(
+            f"dtype must be a floating dtype (the running maximum starts at -inf), got {np.dtype(dtype)}"
+        )
     return OnlineSoftmaxState(np.full(shape, -np.inf, dtype=dtype), np.zeros(shape, dtype=dtype))
 
 

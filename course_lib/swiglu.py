@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validation import check_positive_int
+from ._validation import check_last_dim, check_positive_int
 
 __all__ = ["SwiGLUFeedForward", "swiglu_hidden_size"]
 
@@ -44,6 +44,7 @@ class SwiGLUFeedForward(nn.Module):
         self.down = nn.Linear(d_ff, d_model, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = check_last_dim(x, "x", self.gate.in_features)
         return self.down(F.silu(self.gate(x)) * self.up(x))  # (..., d_ff) -> (..., d_model)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
+from .._validation import check_token_sequence
 from .byte_level import bytes_to_unicode, pretokenize_bytes
 from .pretokenizer import SPACE, pretokenize
 
@@ -21,8 +22,17 @@ def count_pairs(words: Mapping[tuple[str, ...], int]) -> Counter:
 
     Overlapping pairs count: ``{("a", "a", "a"): 1}`` holds ``("a", "a")`` twice.
     """
+    if not isinstance(words, Mapping):
+        raise TypeError(
+            f"words must be a dict word (tuple of symbols) -> count, got {type(words).__name__}"
+        )
     pairs: Counter = Counter()
     for symbols, count in words.items():
+        check_token_sequence(symbols, "words' keys")
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise TypeError(
+                f"words' counts must be integers, got {type(count).__name__} {count!r} for {symbols}"
+            )
         for pair in zip(symbols, symbols[1:], strict=False):
             pairs[pair] += count
     return pairs
@@ -36,6 +46,7 @@ def merge_pair(symbols: Sequence[str], pair: tuple[str, str]) -> tuple[str, ...]
     """
     if not (isinstance(pair, tuple) and len(pair) == 2):
         raise TypeError(f"pair must be a tuple of two symbols, got {pair!r}")
+    symbols = check_token_sequence(symbols, "symbols")
     first, second = pair
     out: list[str] = []
     i = 0
@@ -66,6 +77,11 @@ class BPETokenizer:
         lowercase: bool = False,
         byte_level: bool = False,
     ):
+        if not isinstance(vocab, Mapping):
+            raise TypeError(f"vocab must be a dict token -> id, got {type(vocab).__name__}")
+        for i, m in enumerate(merges):
+            if isinstance(m, str) or len(m) != 2 or not all(isinstance(p, str) for p in m):
+                raise TypeError(f"merges[{i}] must be a pair of str (left, right), got {m!r}")
         self.vocab = dict(vocab)
         self.id_to_token = {i: t for t, i in self.vocab.items()}
         self.merges = [tuple(m) for m in merges]

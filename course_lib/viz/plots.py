@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._validation import as_float_array
+from .._validation import as_float_array, check_token_sequence
 from ._inputs import as_attention_stack, check_indices, check_tokens
 
 __all__ = [
@@ -45,7 +45,7 @@ def plot_heatmap(
         ("x_labels", x_labels, m.shape[1]),
         ("y_labels", y_labels, m.shape[0]),
     ):
-        if labels is not None and len(labels) != size:
+        if labels is not None and len(check_token_sequence(labels, name)) != size:
             raise ValueError(f"{name} has {len(labels)} labels but the matrix has {size} there")
     if ax is None:
         _, ax = plt.subplots(figsize=(0.5 * m.shape[1] + 2.5, 0.45 * m.shape[0] + 1.5))

@@ -7,16 +7,26 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._validation import as_float_array
+from .._validation import as_finite_array, check_labels, check_positive_number
 from ..softmax import softmax
 
 __all__ = ["plot_temperatures", "temperature_slider"]
 
 
+def _scores_and_labels(scores, labels) -> tuple[np.ndarray, list]:
+    """Finite ``scores`` ``(n,)`` and ``n`` bar labels (default ``x1 .. xn``)."""
+    s = as_finite_array(scores, "scores", min_ndim=1)
+    if labels is None:
+        return s, [f"x{i + 1}" for i in range(s.shape[-1])]
+    return s, check_labels(labels, "labels", s.shape[-1], "scores")
+
+
 def plot_temperatures(scores, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 5.0), labels=None):
     """Bar charts of ``softmax(scores / T)`` for several temperatures side by side; returns the Figure."""
-    s = as_float_array(scores, "scores", min_ndim=1)
-    labels = list(labels) if labels is not None else [f"x{i + 1}" for i in range(s.shape[-1])]
+    s, labels = _scores_and_labels(scores, labels)
+    temperatures = [
+        check_positive_number(t, f"temperatures[{i}]") for i, t in enumerate(temperatures)
+    ]
     fig, axes = plt.subplots(
         1, len(temperatures), figsize=(3 * len(temperatures), 2.6), sharey=True
     )
@@ -35,14 +45,13 @@ def temperature_slider(scores, labels=None):
     Returns an ipywidgets object when ipywidgets is installed; otherwise draws the static
     :func:`plot_temperatures` figure and returns ``None``.
     """
-    s = as_float_array(scores, "scores", min_ndim=1)
+    s, labels = _scores_and_labels(scores, labels)
     try:
         import ipywidgets as widgets
     except ImportError:
         plot_temperatures(s, labels=labels)
         plt.show()
         return None
-    labels = list(labels) if labels is not None else [f"x{i + 1}" for i in range(s.shape[-1])]
 
     def draw(temperature: float) -> None:
         fig, ax = plt.subplots(figsize=(4, 2.6))

@@ -59,6 +59,9 @@ def _write(x):
 
 ATT = np.full((2, 3, 4, 4), 0.25)  # (layers, heads, n_q, n_k) weights
 BPE = tok.train_bpe(["ab ab ba"], 8)
+_MHA = C.MultiHeadAttention(8, 2)
+_MHA(torch.ones(2, 4, 8), torch.ones(2, 4, 8), torch.ones(2, 4, 8))
+MODULE_WEIGHTS = _MHA.attention_weights  # (batch=2, heads=2, 4, 4), not (layers, heads, 4, 4)
 EMPTY_FILE = os.devnull
 
 # (callable, args, kwargs, error type, message fragment[, target]): the format is described in
@@ -426,10 +429,14 @@ CASES = [
      "tokens has 2 tokens but the attention has 4 query positions"),
     (V.plot_attention_grid, (ATT,), {"heads": [5]}, ValueError, "heads[0] must be in 0..2, got 5"),
     (V.plot_attention_grid, (ATT - 1,), {}, ValueError, "pass the attention weights after the softmax"),
+    (V.plot_attention_grid, (MODULE_WEIGHTS,), {}, ValueError,
+     "a torch module's attention weights, read as (batch, heads, n_q, n_k) with a batch of 2"),
     (V.head_view, (ATT, ["a"]), {}, ValueError, "tokens has 1 tokens but the attention has 4"),
     (V.head_view, (ATT, list("abcd")), {"layer": 7}, ValueError, "layer must be in 0..1, got 7"),
     (V.head_view, (ATT, list("abcd")), {"sentence_b_start": 0}, ValueError,
      "sentence_b_start must be >= 1"),
+    (V.head_view, (MODULE_WEIGHTS, list("abcd")), {}, ValueError,
+     "not as (layers, heads, n_q, n_k); pick one sequence with [i]"),
     (V.model_view, (ATT, list("abcd")), {"display_mode": "blue"}, ValueError,
      "display_mode must be 'light' or 'dark', got 'blue'"),
     (V.model_view, (ATT, "abcd"), {}, TypeError, "tokens must be a list of strings"),

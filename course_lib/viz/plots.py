@@ -120,6 +120,8 @@ def plot_attention_grid(
     ``attention`` is anything the interactive views take: ``(n_q, n_k)``, ``(heads, n_q, n_k)``,
     ``(layers, heads, n_q, n_k)``, ``(layers, 1, heads, n_q, n_k)`` or a list with one
     ``(heads, n_q, n_k)`` / ``(1, heads, n_q, n_k)`` entry per layer, numpy or torch.
+    A torch module's weights ``(batch, heads, n_q, n_k)`` (``MultiHeadAttention``'s
+    ``attention_weights``) are refused unless the batch is 1: pick one sequence with ``[i]``.
     ``layers`` / ``heads`` pick which rows / columns to draw (default all). Every panel shares
     one colour scale from 0 to the largest weight shown, so panels compare at a glance.
     Token labels are drawn on the left column and bottom row only.

@@ -60,6 +60,10 @@ def attention_to_positions(attention: ArrayLike, positions: Sequence[int]) -> np
     n_k = a.shape[-1]
     if isinstance(positions, (int, np.integer)):
         positions = [positions]
+    if isinstance(positions, str) or not isinstance(positions, (Sequence, np.ndarray)):
+        raise TypeError(
+            f"positions must be a list of key positions, got {type(positions).__name__}"
+        )
     keys = set()
     for p in positions:
         if isinstance(p, bool) or not isinstance(p, (int, np.integer)):

@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 
-from .._validation import check_str
+from .._validation import check_flag, check_str
 
 __all__ = ["basic_tokenize", "wordpiece", "wordpiece_tokenize", "load_vocab"]
 
@@ -47,6 +47,7 @@ def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
     ['hello', ',', 'world', '!']
     """
     chars = []
+    lowercase = check_flag(lowercase, "lowercase")
     for ch in check_str(text, "text"):
         cp = ord(ch)
         if (

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from .._validation import check_str
+from .._validation import check_flag, check_str
 
 __all__ = ["SPACE", "pretokenize"]
 
@@ -26,6 +26,6 @@ def pretokenize(text: str, lowercase: bool = False) -> list[str]:
     ['The', '▁if', '▁statement', ':', '▁x', '.']
     """
     text = " ".join(check_str(text, "text").split())
-    if lowercase:
+    if check_flag(lowercase, "lowercase"):
         text = text.lower()
     return [w.replace(" ", SPACE) for w in _WORDS.findall(text)]

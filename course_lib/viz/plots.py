@@ -23,6 +23,20 @@ __all__ = [
 ]
 
 
+def _matrix(x, name: str, layout: str) -> np.ndarray:
+    m = as_float_array(x, name)
+    if m.ndim != 2:
+        raise ValueError(f"{name} must be 2-D {layout}, got shape {m.shape}")
+    return m
+
+
+def _labels(labels, name: str, n: int, what: str) -> list | None:
+    """``None`` or ``n`` labels (a list, not a str) for the ``what`` of ``weights``."""
+    if labels is not None and len(labels := check_token_sequence(labels, name)) != n:
+        raise ValueError(f"{name} has {len(labels)} labels but weights has {n} {what}")
+    return labels
+
+
 def plot_heatmap(
     matrix,
     *,
@@ -90,9 +104,20 @@ def plot_attention(
     ``tokens`` label the queries (and the keys too, for self-attention); pass ``key_tokens``
     for cross-attention, where keys come from another sequence.
     """
-    key_tokens = tokens if key_tokens is None else key_tokens
+    w = _matrix(weights, "weights", "(n_q, n_k)")
+    tokens = _labels(tokens, "tokens", w.shape[0], "query rows")
+    key_tokens = (
+        tokens
+        if key_tokens is None
+        else _labels(key_tokens, "key_tokens", w.shape[1], "key columns")
+    )
+    if key_tokens is not None and len(key_tokens) != w.shape[1]:
+        raise ValueError(
+            f"tokens label the keys too (self-attention), but weights has {w.shape[1]} key "
+            f"columns and {len(key_tokens)} tokens; pass key_tokens for cross-attention"
+        )
     return plot_heatmap(
-        weights,
+        w,
         x_labels=key_tokens,
         y_labels=tokens,
         title=title,
@@ -222,13 +247,11 @@ def plot_alignment(
     ``weights``: ``(n_target, n_source)`` cross-attention (or a seq2seq model's attention);
     ``mark_max`` puts a dot on each row's largest weight, the source word it "aligned" to.
     """
-    w = as_float_array(weights, "weights")
-    if w.ndim != 2:
-        raise ValueError(f"weights must be 2-D (n_target, n_source), got shape {w.shape}")
+    w = _matrix(weights, "weights", "(n_target, n_source)")
     ax = plot_heatmap(
         w,
-        x_labels=source_tokens,
-        y_labels=target_tokens,
+        x_labels=_labels(source_tokens, "source_tokens", w.shape[1], "source columns"),
+        y_labels=_labels(target_tokens, "target_tokens", w.shape[0], "target rows"),
         title=title,
         xlabel="source",
         ylabel="target (generated)",

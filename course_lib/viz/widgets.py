@@ -16,17 +16,30 @@ __all__ = ["plot_temperatures", "temperature_slider"]
 def _scores_and_labels(scores, labels) -> tuple[np.ndarray, list]:
     """Finite ``scores`` ``(n,)`` and ``n`` bar labels (default ``x1 .. xn``)."""
     s = as_finite_array(scores, "scores", min_ndim=1)
+    if s.ndim != 1:
+        raise ValueError(f"scores must be one row of logits (n,), got shape {s.shape}")
     if labels is None:
         return s, [f"x{i + 1}" for i in range(s.shape[-1])]
     return s, check_labels(labels, "labels", s.shape[-1], "scores")
 
 
+def _temperatures(temperatures) -> list[float]:
+    """A non-empty list of temperatures T > 0 (T = 0 or T < 0 has no softmax(scores / T))."""
+    if isinstance(temperatures, (str, bytes)) or not isinstance(
+        temperatures, Sequence | np.ndarray
+    ):
+        raise TypeError(
+            f"temperatures must be a list of numbers > 0, got {type(temperatures).__name__}"
+        )
+    if len(temperatures) == 0:
+        raise ValueError("temperatures is empty; give at least one T > 0")
+    return [check_positive_number(t, f"temperatures[{i}]") for i, t in enumerate(temperatures)]
+
+
 def plot_temperatures(scores, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 5.0), labels=None):
     """Bar charts of ``softmax(scores / T)`` for several temperatures side by side; returns the Figure."""
     s, labels = _scores_and_labels(scores, labels)
-    temperatures = [
-        check_positive_number(t, f"temperatures[{i}]") for i, t in enumerate(temperatures)
-    ]
+    temperatures = _temperatures(temperatures)
     fig, axes = plt.subplots(
         1, len(temperatures), figsize=(3 * len(temperatures), 2.6), sharey=True
     )

@@ -596,6 +596,7 @@ CASES = [
      "use_effective_order must be True or False, got str 'no'"),
     (C.SwiGLUFeedForward, (4, 8), {"bias": "no"}, TypeError, "bias must be True or False, got str 'no'"),
     (C.attention_parameter_count, (64, 8, 2), {"bias": "no"}, TypeError, "bias must be True or False"),
+    (C.attention_scores, (x, nan), {}, ValueError, "k contains nan or inf"),
 ]  # fmt: skip
 
 

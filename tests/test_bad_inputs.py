@@ -597,6 +597,16 @@ CASES = [
     (C.SwiGLUFeedForward, (4, 8), {"bias": "no"}, TypeError, "bias must be True or False, got str 'no'"),
     (C.attention_parameter_count, (64, 8, 2), {"bias": "no"}, TypeError, "bias must be True or False"),
     (C.attention_scores, (x, nan), {}, ValueError, "k contains nan or inf"),
+    # BPETokenizer's methods (count for the class)
+    (lambda: BPE.decode([1.5]), (), {}, TypeError, "ids must be integer token ids, got float 1.5",
+     tok.BPETokenizer),
+    (lambda: BPE.decode("abc"), (), {}, TypeError, "ids must be a list of tokens, got the str 'abc'",
+     tok.BPETokenizer),
+    (lambda: BPE.decode([True]), (), {}, TypeError, "ids must be integer token ids, got bool",
+     tok.BPETokenizer),
+    (lambda: BPE.decode([1], skip_special_tokens="no"), (), {}, TypeError,
+     "skip_special_tokens must be True or False", tok.BPETokenizer),
+    (lambda: BPE.encode_word(3), (), {}, TypeError, "word must be a str, got int", tok.BPETokenizer),
 ]  # fmt: skip
 
 

@@ -7,10 +7,11 @@ and decodes ids back to text. :mod:`.bpe_training` learns the merges.
 
 from __future__ import annotations
 
+import numbers
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from .._validation import check_token_sequence
+from .._validation import check_flag, check_str, check_token_sequence
 from .byte_level import bytes_to_unicode, pretokenize_bytes
 from .pretokenizer import SPACE, pretokenize
 
@@ -58,6 +59,11 @@ def merge_pair(symbols: Sequence[str], pair: tuple[str, str]) -> tuple[str, ...]
             out.append(symbols[i])
             i += 1
     return tuple(out)
+
+
+def _as_list(ids):
+    """A torch tensor or numpy array of ids as a list of Python ints; anything else as it is."""
+    return ids.tolist() if hasattr(ids, "tolist") and not isinstance(ids, list) else ids
 
 
 class BPETokenizer:
@@ -112,7 +118,7 @@ class BPETokenizer:
         At each step the adjacent pair with the lowest merge rank is merged (the leftmost one
         if it occurs twice) until no adjacent pair is a known merge.
         """
-        if word in self._cache:
+        if check_str(word, "word") in self._cache:
             return self._cache[word]
         symbols = [c if c in self.vocab else self.unk_token for c in word]
         symbols = [s for s in symbols if s is not None]  # unknown characters vanish without unk
@@ -138,9 +144,11 @@ class BPETokenizer:
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
         """Text of a list of ids: join the tokens and turn each ``▁`` back into a space (byte
         level: turn the characters back into bytes and decode them as UTF-8)."""
+        skip_special_tokens = check_flag(skip_special_tokens, "skip_special_tokens")
         tokens = []
-        for i in ids:
-            i = int(i)
+        for i in check_token_sequence(_as_list(ids), "ids"):
+            if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+                raise TypeError(f"ids must be integer token ids, got {type(i).__name__} {i!r}")
             if i not in self.id_to_token:
                 raise ValueError(f"ids: {i} is not a token id (vocabulary size {len(self.vocab)})")
             tok = self.id_to_token[i]

@@ -607,6 +607,8 @@ CASES = [
     (lambda: BPE.decode([1], skip_special_tokens="no"), (), {}, TypeError,
      "skip_special_tokens must be True or False", tok.BPETokenizer),
     (lambda: BPE.encode_word(3), (), {}, TypeError, "word must be a str, got int", tok.BPETokenizer),
+    (lambda: K.Built("course_lib.checks:nosuch").build(), (), {}, ValueError,
+     "factory 'course_lib.checks:nosuch': course_lib.checks has no function nosuch", K.Built),
 ]  # fmt: skip
 
 

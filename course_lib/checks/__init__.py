@@ -114,7 +114,10 @@ class Built:
 
     def build(self):
         module, name = self.factory.split(":")
-        return getattr(importlib.import_module(module), name)(**self.kwargs)
+        factory = getattr(importlib.import_module(module), name, None)
+        if not callable(factory):
+            raise ValueError(f"factory {self.factory!r}: {module} has no function {name}")
+        return factory(**self.kwargs)
 
     def __repr__(self) -> str:
         return f"Built({self.factory!r}, **{self.kwargs!r})"

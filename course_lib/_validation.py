@@ -41,6 +41,56 @@ def as_float_array(x, name: str, *, min_ndim: int = 0) -> np.ndarray:
     return arr
 
 
+def as_finite_array(x, name: str, *, min_ndim: int = 0) -> np.ndarray:
+    """:func:`as_float_array`, refusing nan and inf (where they cannot mean anything)."""
+    arr = as_float_array(x, name, min_ndim=min_ndim)
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains nan or inf; it needs finite numbers")
+    return arr
+
+
+def check_float_buffer(x, name: str) -> np.ndarray:
+    """Return ``x`` if it is a floating numpy array (to be overwritten in place), else raise."""
+    if not isinstance(x, np.ndarray):
+        raise TypeError(
+            f"{name} must be a float numpy array (it is overwritten in place), "
+            f"got {type(x).__name__}"
+        )
+    if x.dtype.kind != "f":
+        raise TypeError(
+            f"{name} must be a float numpy array (it is overwritten in place), got dtype {x.dtype}"
+        )
+    return x
+
+
+def check_flag(value, name: str) -> bool:
+    """``value`` if it is True or False (numpy's bools too); a str such as ``"no"`` would be
+    silently true, so anything else is a ``TypeError`` naming it."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r:.40}")
+    return bool(value)
+
+
+def check_float_dtype(dtype, name: str, why: str) -> np.dtype:
+    """``dtype`` as a floating numpy dtype (float16/32/64), else a ``TypeError`` saying ``why``."""
+    try:
+        dt = np.dtype(dtype) if isinstance(dtype, (type, str, np.dtype)) else None
+    except TypeError:
+        dt = None
+    if dt is None or dt.kind != "f":
+        raise TypeError(f"{name} must be a floating dtype ({why}), got {dtype!r:.40}")
+    return dt
+
+
+def check_labels(labels, name: str, n: int, what: str) -> list:
+    """``labels`` (a list of tokens, not a str) as a list of ``n`` entries, else raise naming
+    ``name`` and ``what`` has ``n``."""
+    labels = check_token_sequence(labels, name)
+    if len(labels) != n:
+        raise ValueError(f"{name} has {len(labels)} entries but {what} has {n}")
+    return labels
+
+
 def as_bool_mask(mask, name: str = "mask") -> np.ndarray:
     """Return ``mask`` as a boolean array (True = may attend), refusing non-boolean dtypes."""
     arr = np.asarray(mask)
@@ -131,26 +181,26 @@ def check_positive_number(value, name: str) -> float:
     return float(value)
 
 
-def check_qkv(q, k, v) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def check_qkv(q, k, v, names: tuple[str, str, str] = ("q", "k", "v")):
     """q ``(..., n_q, d_k)``, k ``(..., n_k, d_k)``, v ``(..., n_k, d_v)`` as finite float arrays of
-    one dtype, with broadcastable leading axes; else a ``ValueError``/``TypeError`` naming them."""
-    q = as_float_array(q, "q", min_ndim=2)
-    k = as_float_array(k, "k", min_ndim=2)
-    v = as_float_array(v, "v", min_ndim=2)
+    one dtype, with broadcastable leading axes; else a ``ValueError``/``TypeError`` naming them
+    (by ``names``: ``("q_block", "k_block", "v_block")`` for one block of chunked attention)."""
+    nq, nk, nv = names
+    q = as_float_array(q, nq, min_ndim=2)
+    k = as_float_array(k, nk, min_ndim=2)
+    v = as_float_array(v, nv, min_ndim=2)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
-            f"q and k must have the same feature size d_k: q has shape {q.shape} "
-            f"(..., n_q, d_k={q.shape[-1]}), k has shape {k.shape} (..., n_k, d_k={k.shape[-1]})"
+            f"{nq} and {nk} must have the same feature size d_k: {nq} has shape {q.shape} "
+            f"(..., n_q, d_k={q.shape[-1]}), {nk} has shape {k.shape} (..., n_k, d_k={k.shape[-1]})"
         )
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
-            f"k and v must have the same number of positions n_k: k has shape {k.shape} "
-            f"(n_k={k.shape[-2]}), v has shape {v.shape} (n_k={v.shape[-2]})"
+            f"{nk} and {nv} must have the same number of positions n_k: {nk} has shape {k.shape} "
+            f"(n_k={k.shape[-2]}), {nv} has shape {v.shape} (n_k={v.shape[-2]})"
         )
-    broadcast_shape(
-        {"q[..., :-2]": q.shape[:-2], "k[..., :-2]": k.shape[:-2], "v[..., :-2]": v.shape[:-2]}
-    )
-    for name, arr in (("q", q), ("k", k), ("v", v)):
+    broadcast_shape({f"{n}[..., :-2]": a.shape[:-2] for n, a in ((nq, q), (nk, k), (nv, v))})
+    for name, arr in ((nq, q), (nk, k), (nv, v)):
         if not np.isfinite(arr).all():
             raise ValueError(f"{name} contains nan or inf; attention needs finite inputs")
     dtype = np.result_type(q, k, v)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_bool_mask, as_float_array
+from ._validation import as_bool_mask, as_finite_array, as_float_array
 from .softmax import softmax
 
 __all__ = ["additive_attention_scores", "additive_attention"]
@@ -36,8 +36,8 @@ def additive_attention_scores(
     Returns:
         ``(..., n_k)`` unnormalised scores, one per key.
     """
-    s = as_float_array(query, "query", min_ndim=1)
-    h = as_float_array(keys, "keys", min_ndim=2)
+    s = as_finite_array(query, "query", min_ndim=1)
+    h = as_finite_array(keys, "keys", min_ndim=2)
     wq = as_float_array(w_query, "w_query", min_ndim=2)
     wk = as_float_array(w_key, "w_key", min_ndim=2)
     v = as_float_array(v, "v", min_ndim=1)
@@ -80,6 +80,10 @@ def additive_attention(
             raise ValueError(
                 f"mask of shape {m.shape} does not fit the scores (..., n_k) = {scores.shape}"
             ) from None
+        if not m.any(axis=-1).all():
+            raise ValueError(
+                "mask hides every key from some query; each needs at least one True (may attend)"
+            )
         scores = np.where(m, scores, -np.inf)
     weights = softmax(scores, axis=-1)
     keys = np.asarray(keys, dtype=weights.dtype)

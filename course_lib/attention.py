@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._validation import (
+    as_finite_array,
     as_float_array,
     check_attention_mask,
     check_positive_int,
@@ -36,8 +37,8 @@ __all__ = [
 def attention_scores(q: ArrayLike, k: ArrayLike) -> np.ndarray:
     """Scaled scores ``q k^T / sqrt(d_k)``: q ``(..., n_q, d_k)``, k ``(..., n_k, d_k)`` ->
     ``(..., n_q, n_k)``, in the inputs' float dtype. The one place the formula is written."""
-    q = as_float_array(q, "q", min_ndim=2)
-    k = as_float_array(k, "k", min_ndim=2)
+    q = as_finite_array(q, "q", min_ndim=2)
+    k = as_finite_array(k, "k", min_ndim=2)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q {q.shape} and k {k.shape} must share the last dimension d_k")
     scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])

@@ -66,7 +66,9 @@ def attention_block_update(
         ``(new_state, new_acc)``. After the last key block, the attention output is
         ``new_acc / new_state.running_sum[..., None]``.
     """
-    q_block, k_block, v_block = check_qkv(q_block, k_block, v_block)
+    q_block, k_block, v_block = check_qkv(
+        q_block, k_block, v_block, ("q_block", "k_block", "v_block")
+    )
     scores = (
         q_block @ np.swapaxes(k_block, -1, -2) / np.sqrt(q_block.shape[-1]).astype(q_block.dtype)
     )

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ._validation import check_positive_int
+from ._validation import as_float_array, check_flag, check_positive_int
 
 __all__ = ["repeat_kv", "attention_parameter_count", "kv_cache_bytes"]
 
@@ -39,7 +39,7 @@ def repeat_kv(kv: np.ndarray | torch.Tensor, groups: int) -> np.ndarray | torch.
     """
     groups = check_positive_int(groups, "groups")
     if not isinstance(kv, torch.Tensor):
-        kv = np.asarray(kv)
+        kv = as_float_array(kv, "kv")
     if kv.ndim < 3:
         raise ValueError(
             f"kv must have shape (..., num_kv_heads, n, head_dim), got {tuple(kv.shape)}"
@@ -74,7 +74,7 @@ def attention_parameter_count(
     head_dim = check_positive_int(head_dim, "head_dim")
     q_out, kv_out = num_heads * head_dim, num_kv_heads * head_dim
     weights = d_model * q_out + 2 * d_model * kv_out + q_out * d_model
-    biases = q_out + 2 * kv_out + d_model if bias else 0
+    biases = q_out + 2 * kv_out + d_model if check_flag(bias, "bias") else 0
     return weights + biases
 
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_float_array, check_positive_int
+from ._validation import as_float_array, check_labels, check_positive_int
 
 __all__ = ["attention_to_positions", "offset_score", "top_attended", "weighted_value_norms"]
 
@@ -60,6 +60,10 @@ def attention_to_positions(attention: ArrayLike, positions: Sequence[int]) -> np
     n_k = a.shape[-1]
     if isinstance(positions, (int, np.integer)):
         positions = [positions]
+    if isinstance(positions, str) or not isinstance(positions, (Sequence, np.ndarray)):
+        raise TypeError(
+            f"positions must be a list of key positions, got {type(positions).__name__}"
+        )
     keys = set()
     for p in positions:
         if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
@@ -81,8 +85,7 @@ def top_attended(weights: ArrayLike, tokens: Sequence[str], k: int = 3) -> list[
     w = as_float_array(weights, "weights")
     if w.ndim != 1:
         raise ValueError(f"weights must be one row (n_k,), got shape {w.shape}")
-    if len(tokens) != w.shape[0]:
-        raise ValueError(f"tokens has {len(tokens)} entries but weights has {w.shape[0]}")
+    tokens = check_labels(tokens, "tokens", w.shape[0], "weights")
     k = min(check_positive_int(k, "k"), w.shape[0])
     order = np.argsort(-w, kind="stable")[:k]
     return [(tokens[i], float(w[i])) for i in order]

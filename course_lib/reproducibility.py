@@ -12,6 +12,8 @@ import random
 
 import numpy as np
 
+from ._validation import check_positive_int
+
 __all__ = ["seed_everything"]
 
 
@@ -26,6 +28,9 @@ def seed_everything(seed: int = 0, threads: int = 1) -> np.random.Generator:
     Returns:
         ``np.random.default_rng(seed)``, the generator course code should draw from.
     """
+    if check_positive_int(seed, "seed", allow_zero=True) >= 2**32:
+        raise ValueError(f"seed must be between 0 and 2**32 - 1 (numpy's range), got {seed}")
+    threads = check_positive_int(threads, "threads")
     random.seed(seed)
     np.random.seed(seed)  # noqa: NPY002 -- the legacy global state, for code that still uses it
     os.environ.setdefault("PYTHONHASHSEED", str(seed))

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._validation import as_float_array, check_positive_int
+from ._validation import as_float_array, check_last_dim, check_positive_int
 
 __all__ = ["rms_norm", "RMSNorm"]
 
@@ -82,7 +82,7 @@ class RMSNorm(nn.Module):
         self.eps = _check_eps(eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return rms_norm(x, self.weight, self.eps)
+        return rms_norm(check_last_dim(x, "x", self.weight.shape[0]), self.weight, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.weight.shape[0]}, eps={self.eps}"

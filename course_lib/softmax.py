@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
-from ._validation import as_float_array, check_positive_int
+from ._validation import as_float_array, check_float_buffer, check_float_dtype, check_positive_int
 
 __all__ = [
     "softmax",
@@ -24,7 +24,11 @@ __all__ = [
 
 
 def _check_axis(arr: np.ndarray, axis: int) -> None:
-    if not isinstance(axis, (int, np.integer)) or not -arr.ndim <= axis < max(arr.ndim, 1):
+    if (
+        isinstance(axis, bool)
+        or not isinstance(axis, (int, np.integer))
+        or not -arr.ndim <= axis < max(arr.ndim, 1)
+    ):
         raise ValueError(f"axis={axis!r} is out of range for x of shape {arr.shape}")
 
 
@@ -84,7 +88,9 @@ def softmax_inplace_unchecked(x: np.ndarray, axis: int = -1) -> np.ndarray:
 
     For hot paths (attention) whose caller has already ensured every row has a finite maximum:
     it saves the validation passes and the temporaries of :func:`softmax` on large score matrices.
+    Only the type and ``axis`` are checked (no pass over the values).
     """
+    _check_axis(check_float_buffer(x, "x"), axis)
     x -= np.max(x, axis=axis, keepdims=True)
     np.exp(x, out=x)
     x /= np.sum(x, axis=axis, keepdims=True)
@@ -145,7 +151,13 @@ def online_softmax_start(
     shape: tuple[int, ...] = (), dtype: DTypeLike = np.float64
 ) -> OnlineSoftmaxState:
     """The state before any block: maximum ``-inf`` and sum 0, for rows of batch shape ``shape``."""
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    if not isinstance(shape, (tuple, list)):
+        raise TypeError(f"shape must be an int or a tuple of ints, got {type(shape).__name__}")
+    shape = tuple(
+        check_positive_int(s, f"shape[{i}]", allow_zero=True) for i, s in enumerate(shape)
+    )
+    dtype = check_float_dtype(dtype, "dtype", "the running maximum starts at -inf")
     return OnlineSoftmaxState(np.full(shape, -np.inf, dtype=dtype), np.zeros(shape, dtype=dtype))
 
 

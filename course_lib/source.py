@@ -12,6 +12,8 @@ import ast
 import inspect
 import textwrap
 
+from ._validation import check_str
+
 __all__ = ["SourceListing", "show_source"]
 
 
@@ -23,7 +25,7 @@ class SourceListing:
     """
 
     def __init__(self, text: str):
-        self.text = text
+        self.text = check_str(text, "text")
 
     def __str__(self) -> str:
         return self.text

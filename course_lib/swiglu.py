@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validation import check_positive_int
+from ._validation import check_flag, check_last_dim, check_positive_int
 
 __all__ = ["SwiGLUFeedForward", "swiglu_hidden_size"]
 
@@ -39,11 +39,13 @@ class SwiGLUFeedForward(nn.Module):
         super().__init__()
         d_model = check_positive_int(d_model, "d_model")
         d_ff = check_positive_int(d_ff, "d_ff")
+        bias = check_flag(bias, "bias")
         self.gate = nn.Linear(d_model, d_ff, bias=bias)
         self.up = nn.Linear(d_model, d_ff, bias=bias)
         self.down = nn.Linear(d_ff, d_model, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = check_last_dim(x, "x", self.gate.in_features)
         return self.down(F.silu(self.gate(x)) * self.up(x))  # (..., d_ff) -> (..., d_model)
 
 

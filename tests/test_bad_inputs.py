@@ -4,12 +4,17 @@ needs). A row that returned a result instead would be a silent wrong answer (iss
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
 import course_lib as C
+import course_lib.checks as K
+import course_lib.tokenization as tok
+import course_lib.viz as V
 from course_lib.bleu import bleu_statistics, compute_bleu, tokenize_for_bleu
 from course_lib.data import Batch, Vocab, generate_pairs, make_batch, word_tokens
 from course_lib.data.pretraining import mask_tokens, pair_input, truncate_pair
@@ -39,7 +44,28 @@ def _empty_target_batch() -> Batch:
     return Batch(ones, ones.bool(), ones, ones, torch.zeros(2, 3, dtype=torch.bool))
 
 
-# (callable, args, kwargs, error type, message fragment)
+def _stub():
+    raise NotImplementedError
+
+
+def _crash(x):
+    return 1 / x
+
+
+def _write(x):
+    x[0] = 1.0
+    return x
+
+
+ATT = np.full((2, 3, 4, 4), 0.25)  # (layers, heads, n_q, n_k) weights
+BPE = tok.train_bpe(["ab ab ba"], 8)
+_MHA = C.MultiHeadAttention(8, 2)
+_MHA(torch.ones(2, 4, 8), torch.ones(2, 4, 8), torch.ones(2, 4, 8))
+MODULE_WEIGHTS = _MHA.attention_weights  # (batch=2, heads=2, 4, 4), not (layers, heads, 4, 4)
+EMPTY_FILE = os.devnull
+
+# (callable, args, kwargs, error type, message fragment[, target]): the format is described in
+# tests/test_bad_input_coverage.py, which also checks that every public callable has 3 rows.
 CASES = [
     # softmax
     (C.softmax, (nan,), {}, ValueError, "x contains nan"),
@@ -149,7 +175,7 @@ CASES = [
     (C.tokenize_13a, (3,), {}, TypeError, "line must be a str, got int"),
     (C.tokenize_13a, (["a"],), {}, TypeError, "line must be a str, got list"),
     (C.tokenize_13a, (None,), {}, TypeError, "line must be a str, got NoneType"),
-    (tokenize_for_bleu, ("a", "intl"), {}, ValueError, "tokenize must be one of ['13a', 'none']"),
+    (tokenize_for_bleu, ("a", "intl"), {}, ValueError, "method must be one of ['13a', 'none']"),
     (tokenize_for_bleu, (3,), {}, TypeError, "line must be a str, got int"),
     (tokenize_for_bleu, (b"a",), {}, TypeError, "line must be a str, got bytes"),
     # tokenisation and data
@@ -222,15 +248,379 @@ CASES = [
     (C.transformer_parameter_count, (4,), {"num_encoder_layers": -1}, ValueError,
      "num_encoder_layers must be >= 0, got -1"),
     (C.transformer_parameter_count, (4.5,), {}, TypeError, "d_model must be an integer, got float"),
+    # softmax (issue 18, every public callable)
+    (C.softmax_jacobian, (nan,), {}, ValueError, "x contains nan"),
+    (C.softmax_jacobian, ("ab",), {}, TypeError, "x must contain real numbers"),
+    (C.softmax_jacobian, ([],), {}, ValueError, "x is empty"),
+    (C.softmax_inplace_unchecked, ([1.0, 2.0],), {}, TypeError,
+     "x must be a float numpy array (it is overwritten in place), got list"),
+    (C.softmax_inplace_unchecked, (np.ones(3, int),), {}, TypeError,
+     "x must be a float numpy array (it is overwritten in place), got dtype int64"),
+    (C.softmax_inplace_unchecked, (np.ones((2, 3)),), {"axis": 2}, ValueError,
+     "axis=2 is out of range for x of shape (2, 3)"),
+    (C.online_softmax_start, (-1,), {}, ValueError, "shape[0] must be >= 0, got -1"),
+    (C.online_softmax_start, ((2, 1.5),), {}, TypeError, "shape[1] must be an integer, got float"),
+    (C.online_softmax_start, ((2,), int), {}, TypeError,
+     "dtype must be a floating dtype (the running maximum starts at -inf), got <class 'int'>"),
+    (C.online_softmax_step, ((np.zeros(3),), x), {}, TypeError,
+     "state must be an OnlineSoftmaxState (running_max, running_sum), got tuple"),
+    (C.online_softmax_step, (C.online_softmax_start(2), x), {}, ValueError,
+     "state.running_max has shape (2,) but the block has (3,) rows"),
+    (C.online_softmax_step, (C.online_softmax_start(3), nan), {}, ValueError, "block contains nan"),
+    (C.online_softmax_update, ([1, 2], x), {}, TypeError, "state must be an OnlineSoftmaxState"),
+    (C.online_softmax_update, (C.online_softmax_start(3), inf), {}, ValueError,
+     "block contains +inf"),
+    (C.online_softmax_update, (C.online_softmax_start(3), "ab"), {}, TypeError,
+     "block must contain real numbers"),
+    # attention, additive and chunked attention
+    (C.project_qkv_columns, (np.ones((2, 3, 4)), *[np.ones((2, 2)), np.ones(2)] * 3), {},
+     ValueError, "x_cols must be (d_model, n), got shape (2, 3, 4)"),
+    (C.project_qkv_columns, (np.ones((2, 3)), np.ones((2, 3)), np.ones(2),
+                             *[np.ones((2, 2)), np.ones(2)] * 2), {}, ValueError,
+     "omega_q must have shape (d, d_model=2) to multiply x_cols of shape (2, 3), got (2, 3)"),
+    (C.project_qkv_columns, (np.ones((2, 3)), np.ones((2, 2)), np.ones(3),
+                             *[np.ones((2, 2)), np.ones(2)] * 2), {}, ValueError,
+     "beta_q must have shape (2,), got (3,)"),
+    (C.additive_attention_scores, (np.ones(3), x, np.ones((4, 2)), np.ones((4, 2)), np.ones(2)),
+     {}, ValueError, "w_query must be (d_q=3, d_att), got shape (4, 2)"),
+    (C.additive_attention_scores, (np.ones(4), x, np.ones((4, 2)), np.ones((4, 2)), np.ones(3)),
+     {}, ValueError, "must share d_att: expected (d_q, d_att), (d_k, d_att) and (d_att,)"),
+    (C.additive_attention_scores, (np.full(4, np.nan), x, np.ones((4, 2)), np.ones((4, 2)),
+                                   np.ones(2)), {}, ValueError, "query contains nan or inf"),
+    (C.additive_attention, (np.ones(4), x, np.ones((4, 2)), np.ones((4, 2)), np.ones(2)),
+     {"mask": np.ones(3)}, TypeError, "mask must be boolean"),
+    (C.additive_attention, (np.ones(4), x, np.ones((4, 2)), np.ones((4, 2)), np.ones(2)),
+     {"mask": np.ones(4, bool)}, ValueError,
+     "mask of shape (4,) does not fit the scores (..., n_k) = (3,)"),
+    (C.additive_attention, (np.ones(4), x, np.ones((4, 2)), np.ones((4, 2)), np.ones(2)),
+     {"mask": np.zeros(3, bool)}, ValueError, "mask hides every key from some query"),
+    (C.additive_attention, (np.ones(4), inf, np.ones((4, 2)), np.ones((4, 2)), np.ones(2)),
+     {}, ValueError, "keys contains nan or inf"),
+    (C.attention_block_update, ("state", np.zeros((3, 4)), x, x, x), {}, TypeError,
+     "state must be an OnlineSoftmaxState"),
+    (C.attention_block_update, (C.online_softmax_start(3), np.zeros((3, 2)), x, x, x), {},
+     ValueError, "acc has shape (3, 2), expected (..., b_q, d_v) = (3, 4)"),
+    (C.attention_block_update, (C.online_softmax_start(3), np.zeros((3, 4)), x, x, x),
+     {"mask_block": np.ones((3, 3))}, TypeError, "mask_block must be boolean"),
+    (C.attention_block_update, (C.online_softmax_start(3), np.zeros((3, 4)), x, x, x),
+     {"mask_block": np.ones((2, 2), bool)}, ValueError,
+     "mask_block of shape (2, 2) does not broadcast to the block's scores (3, 3)"),
+    (C.attention_cost, (0, 4, 8), {}, ValueError, "n_q must be >= 1, got 0"),
+    (C.attention_cost, (4, 4, 8), {"d_v": 2.5}, TypeError, "d_v must be an integer, got float"),
+    (C.attention_cost, (4, 4, 8), {"itemsize": -4}, ValueError, "itemsize must be >= 1, got -4"),
+    # multi-head attention (numpy)
+    (C.split_heads, (np.ones((2, 6)), 4), {}, ValueError,
+     "d_model=6 (last axis of x, shape (2, 6)) is not divisible by num_heads=4"),
+    (C.split_heads, (np.ones(6), 2), {}, ValueError, "x must have at least 2 dimension(s)"),
+    (C.split_heads, (np.ones((2, 6)), 0), {}, ValueError, "num_heads must be >= 1, got 0"),
+    (C.merge_heads, (x,), {}, ValueError, "x must have at least 3 dimension(s), got shape (3, 4)"),
+    (C.merge_heads, ("abc",), {}, TypeError, "x must contain real numbers"),
+    (C.merge_heads, (np.ones((2, 0, 3)),), {}, ValueError, "x is empty"),
+    (C.multi_head_attention, (x, x, *[np.ones((4, 4))] * 4, 3), {}, ValueError,
+     "w_q/w_k produce 4 features, not divisible by num_heads=3"),
+    (C.multi_head_attention, (x, x, *[np.ones((4, 4))] * 3, np.ones((3, 4)), 2), {}, ValueError,
+     "w_o must have shape (h * d_v=4, d_out) to multiply the concatenated heads, got (3, 4)"),
+    (C.multi_head_attention, (x, np.ones((3, 5)), *[np.ones((4, 4))] * 4, 2), {}, ValueError,
+     "x_q and x_kv must have the same feature width d_model"),
+    (C.multi_head_attention, (x, x, *[np.ones((4, 4))] * 4, 2), {"mask": np.ones((3, 3))},
+     TypeError, "mask must be boolean"),
+    # head patterns
+    (C.offset_score, (np.ones((3, 4)), 1), {}, ValueError,
+     "attention must be self-attention (..., n, n), got shape (3, 4)"),
+    (C.offset_score, (np.eye(3), 3), {}, ValueError, "offset must be between -2 and 2 for 3 tokens, got 3"),
+    (C.offset_score, (np.eye(3), 0.5), {}, TypeError, "offset must be an integer, got float"),
+    (C.attention_to_positions, (np.eye(3), [5]), {}, ValueError, "position 5 is out of range for 3 keys"),
+    (C.attention_to_positions, (np.eye(3), [0.5]), {}, TypeError, "positions must be integers, got float"),
+    (C.attention_to_positions, (np.eye(3), []), {}, ValueError, "positions is empty"),
+    (C.top_attended, (np.ones(3) / 3, ["a", "b"]), {}, ValueError,
+     "tokens has 2 entries but weights has 3"),
+    (C.top_attended, (np.ones(3) / 3, "abc"), {}, TypeError,
+     "tokens must be a list of tokens, got the str 'abc'"),
+    (C.top_attended, (np.eye(3), ["a", "b", "c"]), {}, ValueError,
+     "weights must be one row (n_k,), got shape (3, 3)"),
+    (C.top_attended, (np.ones(3) / 3, ["a", "b", "c"]), {"k": 0}, ValueError, "k must be >= 1, got 0"),
+    (C.weighted_value_norms, (np.eye(3), np.ones((4, 2))), {}, ValueError,
+     "weights has 3 keys (shape (3, 3)) but values has 4 rows"),
+    (C.weighted_value_norms, (np.ones(3), np.ones((3, 2))), {}, ValueError,
+     "weights must have at least 2 dimension(s)"),
+    (C.weighted_value_norms, (np.eye(3), "v"), {}, TypeError, "values must contain real numbers"),
+    # RoPE, RMSNorm, SwiGLU, grouped-query attention
+    (C.rope_frequencies, (5,), {}, ValueError, "head_dim must be even"),
+    (C.rope_frequencies, (4,), {"theta": 1.0}, ValueError, "theta must be a number > 1, got 1.0"),
+    (C.rope_frequencies, (0,), {}, ValueError, "head_dim must be >= 1, got 0"),
+    (C.rope, (np.ones((3, 5)), np.arange(3)), {}, ValueError,
+     "x's last axis (head_dim) must be even (pairs are rotated), got shape (3, 5)"),
+    (C.rope, (x, np.arange(4)), {}, ValueError,
+     "positions must have shape (n,) or (..., n) with n = 3 (one position per row of x), got shape (4,)"),
+    (C.rope, (torch.ones(3, 4, dtype=torch.long), np.arange(3)), {}, TypeError,
+     "x must be a floating-point tensor, got dtype torch.int64"),
+    (C.rope, (x, np.array([True, False, True])), {}, TypeError, "positions must be integers"),
+    (C.halves_to_interleaved, (3,), {}, ValueError, "head_dim must be even, got 3"),
+    (C.halves_to_interleaved, (0,), {}, ValueError, "head_dim must be >= 1, got 0"),
+    (C.halves_to_interleaved, (4.0,), {}, TypeError, "head_dim must be an integer, got float"),
+    (C.rms_norm, (x, np.ones(3)), {}, ValueError, "weight must have shape (d,) = (4,), got (3,)"),
+    (C.rms_norm, (x, np.ones(4)), {"eps": -1.0}, ValueError, "eps must be a number >= 0, got -1.0"),
+    (C.rms_norm, (torch.ones(3, 4), np.ones(4)), {}, TypeError,
+     "x is a torch tensor, so weight must be one too"),
+    (C.RMSNorm, (0,), {}, ValueError, "d_model must be >= 1, got 0"),
+    (C.RMSNorm, (4,), {"eps": "1e-6"}, ValueError, "eps must be a number >= 0, got '1e-6'"),
+    (C.RMSNorm, (4.0,), {}, TypeError, "d_model must be an integer, got float"),
+    (lambda: C.RMSNorm(4)(torch.ones(2, 3)), (), {}, ValueError, "x must end with d_model=4, got (2, 3)",
+     C.RMSNorm),
+    (C.SwiGLUFeedForward, (0, 8), {}, ValueError, "d_model must be >= 1, got 0"),
+    (C.SwiGLUFeedForward, (4, 2.5), {}, TypeError, "d_ff must be an integer, got float"),
+    (C.SwiGLUFeedForward, (4, -1), {}, ValueError, "d_ff must be >= 1, got -1"),
+    (lambda: C.SwiGLUFeedForward(4, 8)(torch.ones(2, 3)), (), {}, ValueError,
+     "x must end with d_model=4, got (2, 3)", C.SwiGLUFeedForward),
+    (C.swiglu_hidden_size, (0,), {}, ValueError, "d_model must be >= 1, got 0"),
+    (C.swiglu_hidden_size, (64,), {"multiple_of": 0}, ValueError, "multiple_of must be >= 1, got 0"),
+    (C.swiglu_hidden_size, ("64",), {}, TypeError, "d_model must be an integer, got str"),
+    (C.repeat_kv, (np.ones((2, 3)), 2), {}, ValueError,
+     "kv must have shape (..., num_kv_heads, n, head_dim), got (2, 3)"),
+    (C.repeat_kv, (np.ones((2, 3, 4)), 0), {}, ValueError, "groups must be >= 1, got 0"),
+    (C.repeat_kv, (np.full((2, 3, 4), "a"), 2), {}, TypeError, "kv must contain real numbers"),
+    (C.attention_parameter_count, (64, 8, 3), {}, ValueError, "num_kv_heads=3 must divide num_heads=8"),
+    (C.attention_parameter_count, (60, 8, 2), {}, ValueError, "d_model=60 is not divisible by num_heads=8"),
+    (C.attention_parameter_count, (64, 8, 2), {"head_dim": 0}, ValueError, "head_dim must be >= 1, got 0"),
+    (C.kv_cache_bytes, (0, 8, 64, 100), {}, ValueError, "num_layers must be >= 1, got 0"),
+    (C.kv_cache_bytes, (2, 8, 64, 100.5), {}, TypeError, "seq_len must be an integer, got float"),
+    (C.kv_cache_bytes, (2, 8, 64, 100), {"bytes_per_value": 0}, ValueError,
+     "bytes_per_value must be >= 1, got 0"),
+    # reproducibility, timing, source
+    (C.seed_everything, (-1,), {}, ValueError, "seed must be >= 0, got -1"),
+    (C.seed_everything, ("0",), {}, TypeError, "seed must be an integer, got str"),
+    (C.seed_everything, (0, 0), {}, ValueError, "threads must be >= 1, got 0"),
+    (C.best_time, (None,), {}, TypeError, "fn must be a function of no arguments, got NoneType"),
+    (C.best_time, (lambda: None, 0), {}, ValueError, "repeats must be >= 1, got 0"),
+    (C.best_time, (lambda: None, 1.5), {}, TypeError, "repeats must be an integer, got float"),
+    (C.peak_mib, (3,), {}, TypeError, "fn must be a function of no arguments, got int"),
+    (C.peak_mib, ("f",), {}, TypeError, "fn must be a function of no arguments, got str"),
+    (C.peak_mib, (np.ones(3),), {}, TypeError, "fn must be a function of no arguments, got ndarray"),
+    (C.show_source, (), {}, TypeError, "show_source needs at least one function, method or class"),
+    (C.show_source, (3,), {}, TypeError, "show_source needs a function, method or class, got int"),
+    (C.show_source, (C.softmax,), {"docstring": "no"}, TypeError,
+     "docstring must be True or False, got 'no'"),
+    (C.SourceListing, (3,), {}, TypeError, "text must be a str, got int"),
+    (C.SourceListing, (None,), {}, TypeError, "text must be a str, got NoneType"),
+    (C.SourceListing, (["a"],), {}, TypeError, "text must be a str, got list"),
+    # viz: static plots, interactive views, widgets
+    (V.plot_heatmap, (np.ones((2, 2, 2)),), {}, ValueError,
+     "matrix must be 2-D (rows, cols), got shape (2, 2, 2)"),
+    (V.plot_heatmap, (x,), {"x_labels": ["a", "b"]}, ValueError,
+     "x_labels has 2 labels but the matrix has 4 there"),
+    (V.plot_heatmap, (x,), {"y_labels": "abc"}, TypeError,
+     "y_labels must be a list of tokens, got the str 'abc'"),
+    (V.plot_heatmap, ("m",), {}, TypeError, "matrix must contain real numbers"),
+    (V.plot_attention, (np.ones((2, 3, 3)),), {}, ValueError,
+     "weights must be 2-D (n_q, n_k), got shape (2, 3, 3)"),
+    (V.plot_attention, (np.eye(3), ["a", "b"]), {}, ValueError,
+     "tokens has 2 labels but weights has 3 query rows"),
+    (V.plot_attention, (np.eye(3), "abc"), {}, TypeError, "must be a list of tokens, got the str"),
+    (V.plot_positional_encoding, (np.ones(3),), {}, ValueError,
+     "encoding must be 2-D (n_positions, d_model), got shape (3,)"),
+    (V.plot_positional_encoding, ("pe",), {}, TypeError, "encoding must contain real numbers"),
+    (V.plot_positional_encoding, (np.ones((2, 0)),), {}, ValueError, "encoding is empty"),
+    (V.plot_alignment, (np.ones(3), ["a"], ["b"]), {}, ValueError,
+     "weights must be 2-D (n_target, n_source), got shape (3,)"),
+    (V.plot_alignment, (np.eye(2), ["a"], ["b", "c"]), {}, ValueError,
+     "source_tokens has 1 labels but weights has 2 source columns"),
+    (V.plot_alignment, (np.eye(2), ["a", "b"], "bc"), {}, TypeError,
+     "target_tokens must be a list of tokens, got the str 'bc'"),
+    (V.plot_attention_grid, (ATT,), {"tokens": ["a", "b"]}, ValueError,
+     "tokens has 2 tokens but the attention has 4 query positions"),
+    (V.plot_attention_grid, (ATT,), {"heads": [5]}, ValueError, "heads[0] must be in 0..2, got 5"),
+    (V.plot_attention_grid, (ATT - 1,), {}, ValueError, "pass the attention weights after the softmax"),
+    (V.plot_attention_grid, (MODULE_WEIGHTS,), {}, ValueError,
+     "a torch module's attention weights, read as (batch, heads, n_q, n_k) with a batch of 2"),
+    (V.head_view, (ATT, ["a"]), {}, ValueError, "tokens has 1 tokens but the attention has 4"),
+    (V.head_view, (ATT, list("abcd")), {"layer": 7}, ValueError, "layer must be in 0..1, got 7"),
+    (V.head_view, (ATT, list("abcd")), {"sentence_b_start": 0}, ValueError,
+     "sentence_b_start must be >= 1"),
+    (V.head_view, (MODULE_WEIGHTS, list("abcd")), {}, ValueError,
+     "not as (layers, heads, n_q, n_k); pick one sequence with [i]"),
+    (V.model_view, (ATT, list("abcd")), {"display_mode": "blue"}, ValueError,
+     "display_mode must be 'light' or 'dark', got 'blue'"),
+    (V.model_view, (ATT, "abcd"), {}, TypeError, "tokens must be a list of strings"),
+    (V.model_view, (ATT, list("abcd")), {"include_heads": [1, 1]}, ValueError,
+     "include_heads has repeated entries: [1, 1]"),
+    (V.plot_temperatures, ("s",), {}, TypeError, "scores must contain real numbers"),
+    (V.plot_temperatures, ([1.0, 2.0],), {"temperatures": (1.0, 0.0)}, ValueError,
+     "temperatures[1] must be a finite number > 0, got 0.0"),
+    (V.plot_temperatures, ([1.0, 2.0],), {"labels": ["a"]}, ValueError,
+     "labels has 1 entries but scores has 2"),
+    (V.temperature_slider, ([],), {}, ValueError, "scores is empty"),
+    (V.temperature_slider, ([1.0, np.nan],), {}, ValueError, "scores contains nan or inf"),
+    (V.temperature_slider, ([1.0, 2.0],), {"labels": ["a", "b", "c"]}, ValueError,
+     "labels has 3 entries but scores has 2"),
+    # tokenisation
+    (tok.pretokenize, (3,), {}, TypeError, "text must be a str, got int"),
+    (tok.pretokenize, (["a b"],), {}, TypeError, "text must be a str, got list"),
+    (tok.pretokenize, (b"a b",), {}, TypeError, "text must be a str, got bytes"),
+    (tok.pretokenize_bytes, (None,), {}, TypeError, "text must be a str, got NoneType"),
+    (tok.pretokenize_bytes, (3.0,), {}, TypeError, "text must be a str, got float"),
+    (tok.pretokenize_bytes, (["a"],), {}, TypeError, "text must be a str, got list"),
+    (tok.basic_tokenize, (3,), {}, TypeError, "text must be a str, got int"),
+    (tok.basic_tokenize, (["a"],), {}, TypeError, "text must be a str, got list"),
+    (tok.basic_tokenize, (None,), {}, TypeError, "text must be a str, got NoneType"),
+    (tok.wordpiece_tokenize, ("a b", "ab"), {}, TypeError, "vocab must be a set of tokens"),
+    (tok.wordpiece_tokenize, (3, {"a"}), {}, TypeError, "text must be a str, got int"),
+    (tok.wordpiece_tokenize, ("a", None), {}, TypeError, "vocab must be a set of tokens"),
+    (tok.load_vocab, (3,), {}, TypeError, "path must be a str or a path, got int"),
+    (tok.load_vocab, ("/nonexistent/vocab.txt",), {}, FileNotFoundError,
+     "path /nonexistent/vocab.txt: no such file"),
+    (tok.load_vocab, (EMPTY_FILE,), {}, ValueError, "holds no tokens"),
+    (tok.count_pairs, ([("a", "b")],), {}, TypeError,
+     "words must be a dict word (tuple of symbols) -> count, got list"),
+    (tok.count_pairs, ({"ab": 1},), {}, TypeError,
+     "words' keys must be a list of tokens, got the str 'ab'"),
+    (tok.count_pairs, ({("a", "b"): 1.5},), {}, TypeError,
+     "words' counts must be integers, got float 1.5 for ('a', 'b')"),
+    (tok.merge_pair, (("a", "b"), ["a", "b"]), {}, TypeError, "pair must be a tuple of two symbols"),
+    (tok.merge_pair, (("a", "b"), ("a", "b", "c")), {}, TypeError, "pair must be a tuple of two symbols"),
+    (tok.merge_pair, ("ab", ("a", "b")), {}, TypeError, "symbols must be a list of tokens, got the str"),
+    (tok.BPETokenizer, ({"a": 0}, []), {"unk_token": "[UNK]"}, ValueError,
+     "unk_token '[UNK]' is not in the vocabulary"),
+    (tok.BPETokenizer, (["a", "b"], []), {}, TypeError, "vocab must be a dict token -> id, got list"),
+    (tok.BPETokenizer, ({"a": 0, "b": 1, "ab": 2}, ["a b"]), {}, TypeError,
+     "merges[0] must be a pair of str (left, right), got 'a b'"),
+    (lambda: BPE.decode([7]), (), {}, ValueError, "ids: 7 is not a token id", tok.BPETokenizer),
+    (lambda: BPE.encode(3), (), {}, TypeError, "text must be a str, got int", tok.BPETokenizer),
+    (tok.train_bpe, (["a b"], 0), {}, ValueError, "vocab_size must be >= 1, got 0"),
+    (tok.train_bpe, (["a b"], 10), {"unk_token": "[UNK]"}, ValueError,
+     "unk_token '[UNK]' must be one of special_tokens"),
+    (tok.train_bpe, (3, 10), {}, TypeError, "texts must be a str or a list of str, got int"),
+    (tok.train_bpe_with_history, (["a"], 10), {"byte_level": True, "lowercase": True}, ValueError,
+     "byte_level BPE keeps the text as it is"),
+    (tok.train_bpe_with_history, ([1, 2], 10), {}, TypeError, "texts[0] must be a str, got int"),
+    (tok.train_bpe_with_history, (["a"], 2.5), {}, TypeError, "vocab_size must be an integer"),
+    # exercise-check helpers (checks/__init__.py; the student's answer is the bad input)
+    (K.ExerciseError, (3, "msg"), {}, TypeError, "exercise must be a str, got int"),
+    (K.ExerciseError, ("1.1", None), {}, TypeError, "message must be a str, got NoneType"),
+    (K.ExerciseError, ("1.1", "msg", 3), {}, TypeError, "hint must be a str or None, got int"),
+    (K.check_array, ("1.1", None, [1.0]), {"what": "x"}, K.ExerciseError, "x: expected a value, got None"),
+    (K.check_array, ("1.1", "ab", [1.0]), {"what": "x"}, K.ExerciseError,
+     "x: expected an array of numbers, got str"),
+    (K.check_array, ("1.1", [1.0, 2.0], [1.0]), {"what": "x"}, K.ExerciseError,
+     "x: expected an array of shape (1,), got shape (2,)"),
+    (K.check_value, ("1.1", None, 3), {"what": "n"}, K.ExerciseError, "n: expected a value, got None"),
+    (K.check_value, ("1.1", "3", 3), {"what": "n"}, K.ExerciseError, "expected 3\n  got      '3'"),
+    (K.check_value, ("1.1", 4, 3), {"what": "n"}, K.ExerciseError, "expected 3\n  got      4"),
+    (K.check_count, ("1.1", 3.0, 3), {"what": "n"}, K.ExerciseError, "expected an integer, got float 3.0"),
+    (K.check_count, ("1.1", True, 1), {"what": "n"}, K.ExerciseError, "expected an integer, got bool"),
+    (K.check_count, ("1.1", None, 1), {"what": "n"}, K.ExerciseError, "n: expected a value, got None"),
+    (K.finite_matrix, ("1.1", "ab", (2, 2), "m"), {}, K.ExerciseError,
+     "expected a (2, 2) array of numbers, got str"),
+    (K.finite_matrix, ("1.1", np.ones((2, 3)), (2, 2), "m"), {}, K.ExerciseError,
+     "expected a (2, 2) array of finite numbers (m), got shape (2, 3)"),
+    (K.finite_matrix, ("1.1", np.full((2, 2), np.nan), (2, 2), "m"), {}, K.ExerciseError,
+     "expected a (2, 2) array of finite numbers (m)"),
+    (K.passed, (1.1, "t"), {}, TypeError, "exercise must be a str, got float"),
+    (K.passed, ("1.1", None), {}, TypeError, "title must be a str, got NoneType"),
+    (K.passed, (None, "t"), {}, TypeError, "exercise must be a str, got NoneType"),
+    (K.call_student, ("1.1", 3), {}, K.ExerciseError, "expected a function, got int 3"),
+    (K.call_student, ("1.1", _stub), {}, K.ExerciseError, "your function still raises NotImplementedError"),
+    (K.call_student, ("1.1", _crash, 0), {}, K.ExerciseError,
+     "your function raised ZeroDivisionError: division by zero"),
+    (K.call_student_frozen, ("1.1", None), {}, K.ExerciseError, "expected a function, got NoneType"),
+    (K.call_student_frozen, ("1.1", _write, K.frozen(np.ones(2))), {}, K.ExerciseError,
+     "your function changes the caller's array in place"),
+    (K.call_student_frozen, ("1.1", _stub), {}, K.ExerciseError, "still raises NotImplementedError"),
+    (K.frozen, ("abc",), {}, TypeError, "x must be an array of numbers (or bools), got dtype <U3"),
+    (K.frozen, (None,), {}, TypeError, "x must be an array of numbers (or bools), got dtype object"),
+    (K.frozen, ([[1], [2, 3]],), {}, TypeError, "x must be an array of numbers"),
+    (K.check_mistakes, ("1.1", [1.0], [2.0]), {"what": "x", "hint": "h", "mistakes": [[1.0]]},
+     TypeError, "mistakes must be a dict hint -> wrong value, got list"),
+    (K.check_mistakes, ("1.1", [1.0], [2.0]), {"what": "x", "hint": "h", "mistakes": {"m": [1.0]}},
+     K.ExerciseError, "Hint: m"),
+    (K.check_mistakes, ("1.1", None, [2.0]), {"what": "x", "hint": "h"}, K.ExerciseError,
+     "x: expected a value, got None"),
+    (K.read_only, ([[1], [2, 3]],), {}, TypeError, "data must be a (nested) list of numbers"),
+    (K.read_only, ([1, 2],), {"dtype": "floot"}, TypeError,
+     "dtype must be a numpy dtype name such as 'float64', got 'floot'"),
+    (K.read_only, (["a"],), {}, TypeError, "data must be a (nested) list of numbers"),
+    (K.Built, (3,), {}, ValueError, "factory must be 'module:function', got 3"),
+    (K.Built, ("course_lib.checks.read_only",), {}, ValueError, "factory must be 'module:function'"),
+    (K.Built, ("a:b:c",), {}, ValueError, "factory must be 'module:function', got 'a:b:c'"),
+    (K.call_on_batch, ("1.1", _crash, 0), {"batched": True, "batch_hint": "BH", "where": " (W)"},
+     K.ExerciseError, "division by zero (W)"),
+    (K.call_on_batch, ("1.1", 3), {"batched": False, "batch_hint": "BH", "where": ""},
+     K.ExerciseError, "expected a function, got int"),
+    (K.call_on_batch, ("1.1", _stub), {"batched": True, "batch_hint": "BH", "where": ""},
+     K.ExerciseError, "still raises NotImplementedError"),
+    (K.check_batched, ("1.1", np.ones(2), np.ones(3)), {"batched": True, "batch_hint": "BH",
+     "what": "x", "hint": "h"}, K.ExerciseError, "Hint: BH"),
+    (K.check_batched, ("1.1", None, np.ones(3)), {"batched": True, "batch_hint": "BH",
+     "what": "x", "hint": "h"}, K.ExerciseError, "x: expected a value, got None"),
+    (K.check_batched, ("1.1", "ab", np.ones(3)), {"batched": False, "batch_hint": "BH",
+     "what": "x", "hint": "h"}, K.ExerciseError, "x: expected an array of numbers, got str"),
+    (K.within, (5, 10, 1.5), {}, ValueError, "p must be a probability in [0, 1], got 1.5"),
+    (K.within, (5, 0, 0.5), {}, ValueError, "n must be >= 1, got 0"),
+    (K.within, (5.5, 10, 0.5), {}, TypeError, "count must be an integer, got float"),
+    # found by probing every parameter with None, str, [], nan, -3, 2.5, 1-D/3-D arrays, dict, True
+    (C.softmax, (x,), {"axis": True}, ValueError, "axis=True is out of range for x of shape (3, 4)"),
+    (C.online_softmax_start, (None,), {}, TypeError,
+     "shape must be an int or a tuple of ints, got NoneType"),
+    (C.online_softmax_start, ((2,), "abc"), {}, TypeError,
+     "dtype must be a floating dtype (the running maximum starts at -inf), got 'abc'"),
+    (C.attention_block_update, (C.online_softmax_start(3), np.zeros((3, 4)), x, nan, x), {},
+     ValueError, "k_block contains nan or inf"),
+    (C.attention_block_update, (C.online_softmax_start(3), np.zeros((3, 4)), x, x, "v"), {},
+     TypeError, "v_block must contain real numbers"),
+    (C.attention_to_positions, (np.eye(3), None), {}, TypeError,
+     "positions must be a list of key positions, got NoneType"),
+    (V.plot_temperatures, ([1.0, 2.0],), {"temperatures": 2.0}, TypeError,
+     "temperatures must be a list of numbers > 0, got float"),
+    (V.plot_temperatures, ([1.0, 2.0],), {"temperatures": []}, ValueError, "temperatures is empty"),
+    (V.plot_temperatures, (np.ones((2, 3)),), {}, ValueError,
+     "scores must be one row of logits (n,), got shape (2, 3)"),
+    (C.geometric_mean, (None,), {}, TypeError, "values must contain real numbers, got dtype object"),
+    (C.geometric_mean, ([1.0, 2.0], "ab"), {}, TypeError, "weights must contain real numbers"),
+    (C.geometric_mean, (np.ones((2, 2)),), {}, ValueError,
+     "values must be a flat list of numbers, got shape (2, 2)"),
+    (compute_bleu, (None, [1] * 4, 1, 1), {}, TypeError,
+     "counts must be a list of n-gram counts, got NoneType"),
+    (compute_bleu, ([1] * 4, [1, 1, -1, 1], 1, 1), {}, ValueError, "totals[2] must be >= 0, got -1"),
+    (C.closest_ref_length, (3, None), {}, ValueError,
+     "ref_lens must be a non-empty list of lengths, got None"),
+    (tokenize_for_bleu, ("a", None), {}, ValueError, "method must be one of ['13a', 'none'], got None"),
+    (V.plot_alignment, (np.eye(2), ["a", "b"], ["c"]), {}, ValueError,
+     "target_tokens has 1 labels but weights has 2 target rows"),
+    (V.plot_attention, (np.ones((2, 3)), ["a", "b"]), {"key_tokens": ["k"]}, ValueError,
+     "key_tokens has 1 labels but weights has 3 key columns"),
+    # a flag given a str ("no" would be silently true) or an array
+    (tok.pretokenize, ("A b",), {"lowercase": "no"}, TypeError, "lowercase must be True or False, got str 'no'"),
+    (tok.basic_tokenize, ("A b",), {"lowercase": np.ones(2)}, TypeError, "lowercase must be True or False, got ndarray"),
+    (tok.train_bpe, (["a b"], 10), {"byte_level": "yes"}, TypeError, "byte_level must be True or False, got str"),
+    (tokenize_for_bleu, ("A b",), {"lowercase": 1}, TypeError, "lowercase must be True or False, got int 1"),
+    (C.corpus_bleu, (["a"], ["a"]), {"use_effective_order": "no"}, TypeError,
+     "use_effective_order must be True or False, got str 'no'"),
+    (C.SwiGLUFeedForward, (4, 8), {"bias": "no"}, TypeError, "bias must be True or False, got str 'no'"),
+    (C.attention_parameter_count, (64, 8, 2), {"bias": "no"}, TypeError, "bias must be True or False"),
+    (C.attention_scores, (x, nan), {}, ValueError, "k contains nan or inf"),
+    # BPETokenizer's methods (count for the class)
+    (lambda: BPE.decode([1.5]), (), {}, TypeError, "ids must be integer token ids, got float 1.5",
+     tok.BPETokenizer),
+    (lambda: BPE.decode("abc"), (), {}, TypeError, "ids must be a list of tokens, got the str 'abc'",
+     tok.BPETokenizer),
+    (lambda: BPE.decode([True]), (), {}, TypeError, "ids must be integer token ids, got bool",
+     tok.BPETokenizer),
+    (lambda: BPE.decode([1], skip_special_tokens="no"), (), {}, TypeError,
+     "skip_special_tokens must be True or False", tok.BPETokenizer),
+    (lambda: BPE.encode_word(3), (), {}, TypeError, "word must be a str, got int", tok.BPETokenizer),
+    (lambda: K.Built("course_lib.checks:nosuch").build(), (), {}, ValueError,
+     "factory 'course_lib.checks:nosuch': course_lib.checks has no function nosuch", K.Built),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("fn", "args", "kwargs", "error", "fragment"),
-    CASES,
-    ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)],
-)
-def test_bad_input_is_refused_with_a_message(fn, args, kwargs, error, fragment):
+def _row_id(i: int, row: tuple) -> str:
+    fn = row[5] if len(row) > 5 else row[0]
+    return f"{getattr(fn, '__name__', type(fn).__name__)}-{i}"
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the 1e200 row
+@pytest.mark.parametrize("row", CASES, ids=[_row_id(i, row) for i, row in enumerate(CASES)])
+def test_bad_input_is_refused_with_a_message(row):
+    fn, args, kwargs, error, fragment = row[:5]
     with pytest.raises(error) as info:
         fn(*args, **kwargs)
     assert fragment in str(info.value)
@@ -253,11 +643,3 @@ def test_encoder_layer_forward_bad_input(call, error, fragment):
     with pytest.raises(error, match=None) as info:
         call(C.EncoderLayer(8, 2))
     assert fragment in str(info.value)
-
-
-def test_count_of_bad_inputs_per_callable():
-    """At least three bad inputs for every callable in the table."""
-    counts: dict[str, int] = {}
-    for fn, *_ in CASES:
-        counts[fn.__name__] = counts.get(fn.__name__, 0) + 1
-    assert min(counts.values()) >= 3, {k: v for k, v in counts.items() if v < 3}

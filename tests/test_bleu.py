@@ -166,7 +166,7 @@ def test_tokenize_pipeline_matches_sacrebleu_preprocessing():
 
 
 def test_tokenize_bad_input():
-    with pytest.raises(ValueError, match=r"tokenize must be one of \['13a', 'none'\], got 'intl'"):
+    with pytest.raises(ValueError, match=r"method must be one of \['13a', 'none'\], got 'intl'"):
         tokenize_for_bleu("a b", "intl")
     with pytest.raises(TypeError, match="line must be a str, got int"):
         tokenize_13a(3)

@@ -59,6 +59,24 @@ def test_grid_selects_layers_and_heads_and_takes_hf_lists():
     assert panels[0].get_title() == "head 2" and panels[0].get_ylabel() == "layer 1"
 
 
+def test_grid_reads_a_torch_modules_weights_as_a_batch_not_as_layers():
+    from course_lib.layers import MultiHeadAttention
+
+    mha = MultiHeadAttention(8, 2)
+    x = torch.randn(2, 4, 8, generator=torch.Generator().manual_seed(0))
+    _, returned = mha(x, x, x)
+    for weights in (mha.attention_weights, returned):  # (batch=2, heads=2, 4, 4)
+        with pytest.raises(ValueError, match=r"with a batch of 2, not as \(layers"):
+            plot_attention_grid(weights)
+    fig = plot_attention_grid(mha(x[1:], x[1:], x[1:])[1])  # a batch of one: one row of heads
+    panels = [ax for ax in fig.axes if ax.images]
+    assert len(panels) == 2  # not two rows
+    for head, ax in enumerate(panels):
+        np.testing.assert_array_equal(_image(ax), mha.attention_weights[0, head].numpy())
+    fig = plot_attention_grid(mha.attention_weights[0])  # one sequence picked by index
+    assert len([ax for ax in fig.axes if ax.images]) == 2
+
+
 def test_grid_errors_name_the_argument():
     with pytest.raises(ValueError, match=r"tokens has 2 tokens but the attention has 4"):
         plot_attention_grid(_weights(), ["a", "b"])
@@ -84,7 +102,7 @@ def test_alignment_marks_each_rows_maximum():
     np.testing.assert_array_equal(ax.collections[0].get_offsets(), [[0, 0], [2, 1]])
     assert [t.get_text() for t in ax.get_xticklabels()] == ["the", "cat", "sat"]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["le", "chat"]
-    with pytest.raises(ValueError, match=r"x_labels has 2 labels but the matrix has 3"):
+    with pytest.raises(ValueError, match=r"source_tokens has 2 labels but weights has 3 source"):
         plot_alignment(w, ["the", "cat"], ["le", "chat"])
 
 
@@ -144,9 +162,9 @@ def test_plot_heatmap_labels_titles_and_unlabelled_default():
 
 def test_label_count_mismatch_raises():
     w = np.full((2, 3), 1 / 3)
-    with pytest.raises(ValueError, match=r"x_labels has 2 labels but the matrix has 3 there"):
+    with pytest.raises(ValueError, match=r"tokens label the keys too .* weights has 3 key columns"):
         plot_attention(w, ["a", "b"])  # self-attention labels for a 2x3 matrix: keys miscounted
-    with pytest.raises(ValueError, match=r"y_labels has 3 labels but the matrix has 2 there"):
+    with pytest.raises(ValueError, match=r"tokens has 3 labels but weights has 2 query rows"):
         plot_attention(w, ["a", "b", "c"], ["x", "y", "z"])
     with pytest.raises(ValueError, match=r"x_labels has 4 labels but the matrix has 3 there"):
         plot_heatmap(w, x_labels=list("abcd"))
@@ -159,7 +177,7 @@ def test_plot_heatmap_input_errors_name_the_argument():
         plot_heatmap(np.zeros((2, 2, 2)))
     with pytest.raises(TypeError, match=r"matrix must contain real numbers"):
         plot_heatmap([["a", "b"]])
-    with pytest.raises(ValueError, match=r"matrix must be 2-D"):
+    with pytest.raises(ValueError, match=r"weights must be 2-D \(n_q, n_k\), got shape \(3,\)"):
         plot_attention(np.zeros(3))
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._validation import check_positive_int
+from .._validation import check_flag, check_positive_int
 from .formula import BLEUScore, check_smoothing, compute_bleu, signature
 from .statistics import bleu_statistics
 from .tokenizer_13a import check_tokenizer, tokenize_for_bleu
@@ -110,6 +110,7 @@ def corpus_bleu(
     check_tokenizer(tokenize)
     check_smoothing(smooth_method, smooth_value)
     check_positive_int(max_ngram_order, "max_ngram_order")
+    check_flag(lowercase, "lowercase"), check_flag(use_effective_order, "use_effective_order")
 
     def prepare(line: str) -> list[str]:
         return tokenize_for_bleu(line, tokenize, lowercase)

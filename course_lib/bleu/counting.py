@@ -9,7 +9,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from .._validation import check_positive_int
+from .._validation import as_float_array, check_positive_int
 
 __all__ = [
     "ngram_counts",
@@ -107,7 +107,7 @@ def closest_ref_length(hyp_len: int, ref_lens: Sequence[int]) -> int:
         ref_lens: the token counts of the references of that hypothesis (at least one).
     """
     check_positive_int(hyp_len, "hyp_len", allow_zero=True)
-    if isinstance(ref_lens, (str, bytes)) or len(ref_lens) == 0:
+    if not isinstance(ref_lens, Sequence) or isinstance(ref_lens, str) or len(ref_lens) == 0:
         raise ValueError(f"ref_lens must be a non-empty list of lengths, got {ref_lens!r:.40}")
     for k, r in enumerate(ref_lens):
         check_positive_int(r, f"ref_lens[{k}]", allow_zero=True)
@@ -131,13 +131,22 @@ def brevity_penalty(sys_len: int, ref_len: int) -> float:
     return math.exp(1 - ref_len / sys_len) if sys_len > 0 else 0.0
 
 
+def _numbers(values, name: str) -> list[float]:
+    arr = as_float_array(values, name)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a flat list of numbers, got shape {arr.shape}")
+    return arr.tolist()
+
+
 def geometric_mean(values: Sequence[float], weights: Sequence[float] | None = None) -> float:
     """``exp(Σ w_n log v_n)`` with uniform weights ``1/len(values)`` by default.
 
     Any zero value makes the mean 0 (log 0 = -inf): one n-gram order without a match zeroes
     unsmoothed BLEU. Values must be >= 0.
     """
-    vals = [float(v) for v in values]
+    vals = _numbers(values, "values")
+    if weights is not None:
+        weights = _numbers(weights, "weights")
     if not vals:
         raise ValueError("values is empty; the geometric mean needs at least one value")
     if any(v < 0 or math.isnan(v) for v in vals):

@@ -122,6 +122,11 @@ def compute_bleu(
     """
     check_smoothing(smooth_method, smooth_value)
     n_max = check_positive_int(max_ngram_order, "max_ngram_order")
+    for name, values in (("counts", counts), ("totals", totals)):
+        if not isinstance(values, Sequence) or isinstance(values, str):
+            raise TypeError(f"{name} must be a list of n-gram counts, got {type(values).__name__}")
+        for i, c in enumerate(values):
+            check_positive_int(c, f"{name}[{i}]", allow_zero=True)
     if len(counts) != n_max or len(totals) != n_max:
         raise ValueError(
             f"counts and totals need max_ngram_order={n_max} entries, "

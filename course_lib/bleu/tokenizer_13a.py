@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from .._validation import check_flag
+
 __all__ = ["TOKENIZERS", "tokenize_13a", "tokenize_for_bleu"]
 
 
@@ -69,11 +71,12 @@ def _tokenize_none(line: str) -> list[str]:
 TOKENIZERS = {"13a": tokenize_13a, "none": _tokenize_none}
 
 
-def check_tokenizer(tokenize: str):
-    """Return the tokenizer function named ``tokenize`` (a key of :data:`TOKENIZERS`), or raise."""
+def check_tokenizer(tokenize: str, name: str = "tokenize"):
+    """Return the tokenizer function named ``tokenize`` (a key of :data:`TOKENIZERS`), or raise
+    naming the argument ``name``."""
     if not isinstance(tokenize, str) or tokenize not in TOKENIZERS:
         raise ValueError(
-            f"tokenize must be one of {sorted(TOKENIZERS)}, got {tokenize!r} "
+            f"{name} must be one of {sorted(TOKENIZERS)}, got {tokenize!r} "
             "(this course implements sacrebleu's default '13a' and 'none')"
         )
     return TOKENIZERS[tokenize]
@@ -90,9 +93,9 @@ def tokenize_for_bleu(line: str, method: str = "13a", lowercase: bool = False) -
     Returns:
         The list of tokens BLEU counts n-grams over.
     """
-    tokenizer = check_tokenizer(method)
+    tokenizer = check_tokenizer(method, "method")
     if not isinstance(line, str):
         raise TypeError(f"line must be a str, got {type(line).__name__}")
-    if lowercase:
+    if check_flag(lowercase, "lowercase"):
         line = line.lower()
     return tokenizer(line.rstrip())

@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .._validation import check_positive_int, check_probability, check_str
+
 __all__ = [
     "ExerciseError",
     "check_array",
@@ -45,6 +47,9 @@ class ExerciseError(AssertionError):
     """
 
     def __init__(self, exercise: str, message: str, hint: str | None = None):
+        check_str(exercise, "exercise"), check_str(message, "message")
+        if hint is not None and not isinstance(hint, str):
+            raise TypeError(f"hint must be a str or None, got {type(hint).__name__}")
         text = f"\n\nExercise {exercise} is not right yet.\n{message}"
         if hint:
             text += f"\nHint: {hint}"
@@ -109,7 +114,10 @@ class Built:
 
     def build(self):
         module, name = self.factory.split(":")
-        return getattr(importlib.import_module(module), name)(**self.kwargs)
+        factory = getattr(importlib.import_module(module), name, None)
+        if not callable(factory):
+            raise ValueError(f"factory {self.factory!r}: {module} has no function {name}")
+        return factory(**self.kwargs)
 
     def __repr__(self) -> str:
         return f"Built({self.factory!r}, **{self.kwargs!r})"
@@ -257,6 +265,7 @@ def finite_matrix(
 
 def passed(exercise: str, title: str) -> None:
     """Print the one fixed line that a passing check cell shows."""
+    check_str(exercise, "exercise"), check_str(title, "title")
     print(f"✅ Exercise {exercise} passed: {title}")
 
 
@@ -288,6 +297,10 @@ def check_mistakes(
     (computed by the check itself, e.g. a softmax with the maximum of the whole array
     subtracted). The first mistake whose value equals ``got`` replaces the generic ``hint``.
     """
+    if mistakes is not None and not isinstance(mistakes, dict):
+        raise TypeError(
+            f"mistakes must be a dict hint -> wrong value, got {type(mistakes).__name__}"
+        )
     try:
         check_array(exercise, got, expected, what=what, hint=hint, rtol=rtol, atol=atol)
     except ExerciseError as err:
@@ -329,6 +342,8 @@ def within(count: int, n: int, p: float, sigmas: float = 5.0) -> bool:
     For answers that draw at random (a masking rule, a 50/50 split): a right rule lands within
     5 sigmas for any seed (a false alarm about once in 1.7 million), a wrong rate does not.
     """
+    count = check_positive_int(count, "count", allow_zero=True)
+    n, p = check_positive_int(n, "n"), check_probability(p, "p")
     return bool(abs(count - n * p) <= sigmas * np.sqrt(n * p * (1 - p)))
 
 
@@ -338,14 +353,28 @@ def read_only(data, dtype: str = "float64") -> np.ndarray:
     ``Built("course_lib.checks:read_only", data=x.tolist(), dtype="float64")`` builds it where
     the student's code runs, so that an answer that writes into its input fails loudly there.
     """
-    arr = np.array(data, dtype=dtype)
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(
+            f"dtype must be a numpy dtype name such as 'float64', got {dtype!r}"
+        ) from None
+    try:
+        arr = np.array(data, dtype=dtype)
+    except (TypeError, ValueError):
+        raise TypeError(f"data must be a (nested) list of numbers of dtype {dtype}") from None
     arr.setflags(write=False)
     return arr
 
 
 def frozen(x: np.ndarray) -> Built:
     """The :class:`Built` recipe of a read-only copy of ``x``."""
-    x = np.asarray(x)
+    try:
+        x = np.asarray(x)
+    except ValueError:  # a ragged list
+        raise TypeError(f"x must be an array of numbers, got a ragged {type(x).__name__}") from None
+    if x.dtype.kind not in "biuf":
+        raise TypeError(f"x must be an array of numbers (or bools), got dtype {x.dtype}")
     return Built("course_lib.checks:read_only", data=x.tolist(), dtype=str(x.dtype))
 
 

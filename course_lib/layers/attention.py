@@ -83,7 +83,9 @@ class MultiHeadAttention(nn.Module):
     projected features are cut into ``num_heads`` heads of ``d_head = d_model / num_heads``;
     each head runs scaled dot-product attention; the heads are concatenated and ``w_o``
     mixes them. ``self.attention_weights`` keeps the weights of the latest call (detached);
-    ``last_weights`` is the older name of the same tensor.
+    ``last_weights`` is the older name of the same tensor. Both weight tensors carry
+    ``attention_layout = "batch"``, so the plots and views read their first axis as the batch
+    (not as layers, which a 4-D stack of Hugging Face's ``outputs.attentions`` has there).
 
     Args:
         d_model: feature width of inputs and output.
@@ -151,6 +153,7 @@ class MultiHeadAttention(nn.Module):
         heads = self.dropout(weights) @ v  # (batch, heads, n_q, d_head)
         concat = heads.transpose(1, 2).reshape(batch, n_q, self.d_model)  # (batch, n_q, d_model)
         self.attention_weights = weights.detach()
+        weights.attention_layout = self.attention_weights.attention_layout = "batch"  # for viz
         return self.w_o(concat), weights
 
     @classmethod

@@ -6,11 +6,12 @@ Lecture 08.
 
 from __future__ import annotations
 
+import os
 import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 
-from .pretokenizer import _check_text
+from .._validation import check_flag, check_str
 
 __all__ = ["basic_tokenize", "wordpiece", "wordpiece_tokenize", "load_vocab"]
 
@@ -46,7 +47,8 @@ def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
     ['hello', ',', 'world', '!']
     """
     chars = []
-    for ch in _check_text(text):
+    lowercase = check_flag(lowercase, "lowercase")
+    for ch in check_str(text, "text"):
         cp = ord(ch)
         if (
             cp == 0
@@ -93,7 +95,7 @@ def wordpiece(
     >>> wordpiece("unaffable", {"un", "##aff", "##able"})
     ['un', '##aff', '##able']
     """
-    _check_text(word, "word")
+    check_str(word, "word")
     if not isinstance(vocab, (Mapping, set, frozenset, list, tuple)):
         raise TypeError(
             "vocab must be a set of tokens or a dict token -> id (a str would be searched as a "
@@ -125,7 +127,13 @@ def wordpiece_tokenize(
 
 def load_vocab(path: str | Path) -> dict[str, int]:
     """Read a BERT ``vocab.txt`` (one token a line; the line number is the id)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or a path, got {type(path).__name__}")
+    if not Path(path).exists():
+        raise FileNotFoundError(f"path {path}: no such file (BERT's vocab.txt, one token a line)")
     lines = Path(path).read_text(encoding="utf-8").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    if not lines:
+        raise ValueError(f"path {path} holds no tokens; a vocab.txt has one token a line")
     return {tok: i for i, tok in enumerate(lines)}

@@ -7,9 +7,11 @@ and decodes ids back to text. :mod:`.bpe_training` learns the merges.
 
 from __future__ import annotations
 
+import numbers
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
+from .._validation import check_flag, check_str, check_token_sequence
 from .byte_level import bytes_to_unicode, pretokenize_bytes
 from .pretokenizer import SPACE, pretokenize
 
@@ -21,8 +23,17 @@ def count_pairs(words: Mapping[tuple[str, ...], int]) -> Counter:
 
     Overlapping pairs count: ``{("a", "a", "a"): 1}`` holds ``("a", "a")`` twice.
     """
+    if not isinstance(words, Mapping):
+        raise TypeError(
+            f"words must be a dict word (tuple of symbols) -> count, got {type(words).__name__}"
+        )
     pairs: Counter = Counter()
     for symbols, count in words.items():
+        check_token_sequence(symbols, "words' keys")
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise TypeError(
+                f"words' counts must be integers, got {type(count).__name__} {count!r} for {symbols}"
+            )
         for pair in zip(symbols, symbols[1:], strict=False):
             pairs[pair] += count
     return pairs
@@ -36,6 +47,7 @@ def merge_pair(symbols: Sequence[str], pair: tuple[str, str]) -> tuple[str, ...]
     """
     if not (isinstance(pair, tuple) and len(pair) == 2):
         raise TypeError(f"pair must be a tuple of two symbols, got {pair!r}")
+    symbols = check_token_sequence(symbols, "symbols")
     first, second = pair
     out: list[str] = []
     i = 0
@@ -47,6 +59,11 @@ def merge_pair(symbols: Sequence[str], pair: tuple[str, str]) -> tuple[str, ...]
             out.append(symbols[i])
             i += 1
     return tuple(out)
+
+
+def _as_list(ids):
+    """A torch tensor or numpy array of ids as a list of Python ints; anything else as it is."""
+    return ids.tolist() if hasattr(ids, "tolist") and not isinstance(ids, list) else ids
 
 
 class BPETokenizer:
@@ -66,6 +83,11 @@ class BPETokenizer:
         lowercase: bool = False,
         byte_level: bool = False,
     ):
+        if not isinstance(vocab, Mapping):
+            raise TypeError(f"vocab must be a dict token -> id, got {type(vocab).__name__}")
+        for i, m in enumerate(merges):
+            if isinstance(m, str) or len(m) != 2 or not all(isinstance(p, str) for p in m):
+                raise TypeError(f"merges[{i}] must be a pair of str (left, right), got {m!r}")
         self.vocab = dict(vocab)
         self.id_to_token = {i: t for t, i in self.vocab.items()}
         self.merges = [tuple(m) for m in merges]
@@ -96,7 +118,7 @@ class BPETokenizer:
         At each step the adjacent pair with the lowest merge rank is merged (the leftmost one
         if it occurs twice) until no adjacent pair is a known merge.
         """
-        if word in self._cache:
+        if check_str(word, "word") in self._cache:
             return self._cache[word]
         symbols = [c if c in self.vocab else self.unk_token for c in word]
         symbols = [s for s in symbols if s is not None]  # unknown characters vanish without unk
@@ -122,9 +144,11 @@ class BPETokenizer:
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
         """Text of a list of ids: join the tokens and turn each ``▁`` back into a space (byte
         level: turn the characters back into bytes and decode them as UTF-8)."""
+        skip_special_tokens = check_flag(skip_special_tokens, "skip_special_tokens")
         tokens = []
-        for i in ids:
-            i = int(i)
+        for i in check_token_sequence(_as_list(ids), "ids"):
+            if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+                raise TypeError(f"ids must be integer token ids, got {type(i).__name__} {i!r}")
             if i not in self.id_to_token:
                 raise ValueError(f"ids: {i} is not a token id (vocabulary size {len(self.vocab)})")
             tok = self.id_to_token[i]

@@ -19,7 +19,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from .._validation import check_positive_int
+from .._validation import check_flag, check_positive_int, check_str
 from .bpe import BPETokenizer
 from .byte_level import bytes_to_unicode, pretokenize_bytes
 from .pretokenizer import pretokenize
@@ -88,8 +88,12 @@ def train_bpe_with_history(
     vocab_size = check_positive_int(vocab_size, "vocab_size")
     if isinstance(texts, str):
         texts = [texts]
+    if not isinstance(texts, Iterable):
+        raise TypeError(f"texts must be a str or a list of str, got {type(texts).__name__}")
+    texts = [check_str(t, f"texts[{i}]") for i, t in enumerate(texts)]
     if unk_token is not None and unk_token not in special_tokens:
         raise ValueError(f"unk_token {unk_token!r} must be one of special_tokens")
+    lowercase, byte_level = check_flag(lowercase, "lowercase"), check_flag(byte_level, "byte_level")
     if byte_level:
         if lowercase or unk_token is not None:
             raise ValueError("byte_level BPE keeps the text as it is: no lowercase, no unk_token")

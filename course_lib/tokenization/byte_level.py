@@ -9,7 +9,7 @@ import functools
 
 import regex
 
-from .pretokenizer import _check_text
+from .._validation import check_str
 
 __all__ = ["bytes_to_unicode", "pretokenize_bytes"]
 
@@ -45,5 +45,6 @@ def pretokenize_bytes(text: str) -> list[str]:
     """
     table = bytes_to_unicode()
     return [
-        "".join(table[b] for b in w.encode("utf-8")) for w in _GPT2_WORDS.findall(_check_text(text))
+        "".join(table[b] for b in w.encode("utf-8"))
+        for w in _GPT2_WORDS.findall(check_str(text, "text"))
     ]

@@ -7,16 +7,12 @@ from __future__ import annotations
 
 import re
 
+from .._validation import check_flag, check_str
+
 __all__ = ["SPACE", "pretokenize"]
 
 SPACE = "▁"  # U+2581, marks "a space came before this word" inside BPE tokens
 _WORDS = re.compile(r" ?\w+| ?[^\w\s]+")
-
-
-def _check_text(text, name: str = "text") -> str:
-    if not isinstance(text, str):
-        raise TypeError(f"{name} must be a str, got {type(text).__name__}")
-    return text
 
 
 def pretokenize(text: str, lowercase: bool = False) -> list[str]:
@@ -29,7 +25,7 @@ def pretokenize(text: str, lowercase: bool = False) -> list[str]:
     >>> pretokenize("The if statement: x.")
     ['The', '▁if', '▁statement', ':', '▁x', '.']
     """
-    text = " ".join(_check_text(text).split())
-    if lowercase:
+    text = " ".join(check_str(text, "text").split())
+    if check_flag(lowercase, "lowercase"):
         text = text.lower()
     return [w.replace(" ", SPACE) for w in _WORDS.findall(text)]

@@ -1,7 +1,8 @@
 """Turn any attention the course produces into one array ``(layers, heads, n_q, n_k)``.
 
 The course makes attention weights in many shapes: the numpy functions give ``(n_q, n_k)`` or
-``(heads, n_q, n_k)``; the torch modules give ``(batch, heads, n_q, n_k)``; Hugging Face models
+``(heads, n_q, n_k)``; the torch modules give ``(batch, heads, n_q, n_k)`` (tagged
+``attention_layout = "batch"``, so that a batch is never drawn as layers); Hugging Face models
 give a tuple with one ``(batch, heads, n, n)`` tensor per layer. The plots and the interactive
 views all accept any of these, and fail here with a message that names what was passed,
 instead of deep inside bertviz or matplotlib.
@@ -75,6 +76,17 @@ def as_attention_stack(attention, name: str = "attention") -> np.ndarray:
             listed = ", ".join(f"{name}[{i}] {a.shape}" for i, a in enumerate(layers))
             raise ValueError(f"every layer must have the same (heads, n_q, n_k), got {listed}")
         stack = np.stack(layers)
+    elif getattr(attention, "attention_layout", None) == "batch":  # a torch module's weights
+        arr = _to_numpy(attention, name)
+        if arr.ndim != 4 or arr.shape[0] != 1:
+            raise ValueError(
+                f"{name} has shape {arr.shape}: a torch module's attention weights, read as "
+                f"(batch, heads, n_q, n_k) with a batch of {arr.shape[0]}, not as "
+                "(layers, heads, n_q, n_k); pick one sequence with [i] (heads, n_q, n_k), or "
+                "pass one (heads, n_q, n_k) entry per layer, e.g. [w[i] for w in "
+                "encoder.attention_weights]"
+            )
+        stack = arr  # (1, heads, n_q, n_k): one sequence, drawn as one row of heads
     else:
         arr = _to_numpy(attention, name)
         if arr.ndim == 2:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._validation import as_float_array
+from .._validation import as_float_array, check_token_sequence
 from ._inputs import as_attention_stack, check_indices, check_tokens
 
 __all__ = [
@@ -21,6 +21,20 @@ __all__ = [
     "plot_heatmap",
     "plot_positional_encoding",
 ]
+
+
+def _matrix(x, name: str, layout: str) -> np.ndarray:
+    m = as_float_array(x, name)
+    if m.ndim != 2:
+        raise ValueError(f"{name} must be 2-D {layout}, got shape {m.shape}")
+    return m
+
+
+def _labels(labels, name: str, n: int, what: str) -> list | None:
+    """``None`` or ``n`` labels (a list, not a str) for the ``what`` of ``weights``."""
+    if labels is not None and len(labels := check_token_sequence(labels, name)) != n:
+        raise ValueError(f"{name} has {len(labels)} labels but weights has {n} {what}")
+    return labels
 
 
 def plot_heatmap(
@@ -45,7 +59,7 @@ def plot_heatmap(
         ("x_labels", x_labels, m.shape[1]),
         ("y_labels", y_labels, m.shape[0]),
     ):
-        if labels is not None and len(labels) != size:
+        if labels is not None and len(check_token_sequence(labels, name)) != size:
             raise ValueError(f"{name} has {len(labels)} labels but the matrix has {size} there")
     if ax is None:
         _, ax = plt.subplots(figsize=(0.5 * m.shape[1] + 2.5, 0.45 * m.shape[0] + 1.5))
@@ -90,9 +104,20 @@ def plot_attention(
     ``tokens`` label the queries (and the keys too, for self-attention); pass ``key_tokens``
     for cross-attention, where keys come from another sequence.
     """
-    key_tokens = tokens if key_tokens is None else key_tokens
+    w = _matrix(weights, "weights", "(n_q, n_k)")
+    tokens = _labels(tokens, "tokens", w.shape[0], "query rows")
+    key_tokens = (
+        tokens
+        if key_tokens is None
+        else _labels(key_tokens, "key_tokens", w.shape[1], "key columns")
+    )
+    if key_tokens is not None and len(key_tokens) != w.shape[1]:
+        raise ValueError(
+            f"tokens label the keys too (self-attention), but weights has {w.shape[1]} key "
+            f"columns and {len(key_tokens)} tokens; pass key_tokens for cross-attention"
+        )
     return plot_heatmap(
-        weights,
+        w,
         x_labels=key_tokens,
         y_labels=tokens,
         title=title,
@@ -120,6 +145,8 @@ def plot_attention_grid(
     ``attention`` is anything the interactive views take: ``(n_q, n_k)``, ``(heads, n_q, n_k)``,
     ``(layers, heads, n_q, n_k)``, ``(layers, 1, heads, n_q, n_k)`` or a list with one
     ``(heads, n_q, n_k)`` / ``(1, heads, n_q, n_k)`` entry per layer, numpy or torch.
+    A torch module's weights ``(batch, heads, n_q, n_k)`` (``MultiHeadAttention``'s
+    ``attention_weights``) are refused unless the batch is 1: pick one sequence with ``[i]``.
     ``layers`` / ``heads`` pick which rows / columns to draw (default all). Every panel shares
     one colour scale from 0 to the largest weight shown, so panels compare at a glance.
     Token labels are drawn on the left column and bottom row only.
@@ -220,13 +247,11 @@ def plot_alignment(
     ``weights``: ``(n_target, n_source)`` cross-attention (or a seq2seq model's attention);
     ``mark_max`` puts a dot on each row's largest weight, the source word it "aligned" to.
     """
-    w = as_float_array(weights, "weights")
-    if w.ndim != 2:
-        raise ValueError(f"weights must be 2-D (n_target, n_source), got shape {w.shape}")
+    w = _matrix(weights, "weights", "(n_target, n_source)")
     ax = plot_heatmap(
         w,
-        x_labels=source_tokens,
-        y_labels=target_tokens,
+        x_labels=_labels(source_tokens, "source_tokens", w.shape[1], "source columns"),
+        y_labels=_labels(target_tokens, "target_tokens", w.shape[0], "target rows"),
         title=title,
         xlabel="source",
         ylabel="target (generated)",

@@ -7,16 +7,39 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._validation import as_float_array
+from .._validation import as_finite_array, check_labels, check_positive_number
 from ..softmax import softmax
 
 __all__ = ["plot_temperatures", "temperature_slider"]
 
 
+def _scores_and_labels(scores, labels) -> tuple[np.ndarray, list]:
+    """Finite ``scores`` ``(n,)`` and ``n`` bar labels (default ``x1 .. xn``)."""
+    s = as_finite_array(scores, "scores", min_ndim=1)
+    if s.ndim != 1:
+        raise ValueError(f"scores must be one row of logits (n,), got shape {s.shape}")
+    if labels is None:
+        return s, [f"x{i + 1}" for i in range(s.shape[-1])]
+    return s, check_labels(labels, "labels", s.shape[-1], "scores")
+
+
+def _temperatures(temperatures) -> list[float]:
+    """A non-empty list of temperatures T > 0 (T = 0 or T < 0 has no softmax(scores / T))."""
+    if isinstance(temperatures, (str, bytes)) or not isinstance(
+        temperatures, Sequence | np.ndarray
+    ):
+        raise TypeError(
+            f"temperatures must be a list of numbers > 0, got {type(temperatures).__name__}"
+        )
+    if len(temperatures) == 0:
+        raise ValueError("temperatures is empty; give at least one T > 0")
+    return [check_positive_number(t, f"temperatures[{i}]") for i, t in enumerate(temperatures)]
+
+
 def plot_temperatures(scores, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 5.0), labels=None):
     """Bar charts of ``softmax(scores / T)`` for several temperatures side by side; returns the Figure."""
-    s = as_float_array(scores, "scores", min_ndim=1)
-    labels = list(labels) if labels is not None else [f"x{i + 1}" for i in range(s.shape[-1])]
+    s, labels = _scores_and_labels(scores, labels)
+    temperatures = _temperatures(temperatures)
     fig, axes = plt.subplots(
         1, len(temperatures), figsize=(3 * len(temperatures), 2.6), sharey=True
     )
@@ -35,14 +58,13 @@ def temperature_slider(scores, labels=None):
     Returns an ipywidgets object when ipywidgets is installed; otherwise draws the static
     :func:`plot_temperatures` figure and returns ``None``.
     """
-    s = as_float_array(scores, "scores", min_ndim=1)
+    s, labels = _scores_and_labels(scores, labels)
     try:
         import ipywidgets as widgets
     except ImportError:
         plot_temperatures(s, labels=labels)
         plt.show()
         return None
-    labels = list(labels) if labels is not None else [f"x{i + 1}" for i in range(s.shape[-1])]
 
     def draw(temperature: float) -> None:
         fig, ax = plt.subplots(figsize=(4, 2.6))

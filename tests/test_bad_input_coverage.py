@@ -41,8 +41,6 @@ import pkgutil
 import re
 from pathlib import Path
 
-import pytest
-
 import course_lib
 
 HERE = Path(__file__).parent
@@ -65,7 +63,7 @@ EXEMPT: dict[str, str] = {
     "course_lib.checks:RemoteFunction": "the grader's interface for a student's function in "
     "another process; its only method is overridden there and takes the student's arguments",
     "course_lib.tokenization.byte_level:bytes_to_unicode": _NO_ARGS.format("GPT-2's byte table"),
-    # the torch side (tests/test_bad_inputs_torch.py, helper inputs2)
+    # the torch side (tests/test_bad_inputs_torch.py)
     "course_lib.pretrained:minilm_path": _NO_ARGS.format("the shipped MiniLM directory"),
     "course_lib.pretrained:load_topic_classifier": _NO_ARGS.format("the shipped classifier"),
     "course_lib.pretrained:load_minilm": _NO_ARGS.format("loads the shipped MiniLM"),
@@ -81,11 +79,9 @@ EXEMPT: dict[str, str] = {
 }
 
 
-def _load_cases(filename: str) -> list[tuple] | None:
-    """The ``CASES`` list of ``tests/<filename>``, or None when the file does not exist."""
+def _load_cases(filename: str) -> list[tuple]:
+    """The ``CASES`` list of ``tests/<filename>``."""
     path = HERE / filename
-    if not path.exists():
-        return None
     spec = importlib.util.spec_from_file_location(f"_bad_input_cases_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -149,23 +145,14 @@ def public_objects() -> dict[tuple[str, str], str]:
 
 
 ALL_CASES = {name: _load_cases(name) for name in CASE_FILES}
-TORCH_CASES_MISSING = ALL_CASES["test_bad_inputs_torch.py"] is None
-# While tests/test_bad_inputs_torch.py (helper inputs2) is not merged, its modules are not
-# required here; the integrator drops this set and the xfail below after the merge.
-TORCH_OWNED = ("course_lib.causal_attention", "course_lib.layers", "course_lib.models",
-               "course_lib.data", "course_lib.pretrained", "course_lib.training")  # fmt: skip
 
 
 def _counts() -> dict[tuple[str, str] | None, int]:
     counts: dict[tuple[str, str] | None, int] = {}
     for rows in ALL_CASES.values():
-        for row in rows or []:
+        for row in rows:
             counts[row_key(row)] = counts.get(row_key(row), 0) + 1
     return counts
-
-
-def _owned_by_torch_file(module_name: str) -> bool:
-    return any(module_name == m or module_name.startswith(m + ".") for m in TORCH_OWNED)
 
 
 def test_every_public_callable_has_three_bad_inputs():
@@ -173,9 +160,7 @@ def test_every_public_callable_has_three_bad_inputs():
     short = {
         f"{mod}:{qual} ({where})": counts.get((mod, qual), 0)
         for (mod, qual), where in public_objects().items()
-        if f"{mod}:{qual}" not in EXEMPT
-        and counts.get((mod, qual), 0) < MIN_ROWS
-        and not (TORCH_CASES_MISSING and _owned_by_torch_file(mod))
+        if f"{mod}:{qual}" not in EXEMPT and counts.get((mod, qual), 0) < MIN_ROWS
     }
     assert not short, f"public callables with fewer than {MIN_ROWS} bad-input rows: {short}"
 
@@ -185,7 +170,7 @@ def test_every_row_counts_for_a_public_object():
     stray = [
         (file, i, row[0])
         for file, rows in ALL_CASES.items()
-        for i, row in enumerate(rows or [])
+        for i, row in enumerate(rows)
         if row_key(row) not in public
     ]
     assert not stray, f"rows whose callable/target is no public object of course_lib: {stray}"
@@ -195,14 +180,3 @@ def test_exemptions_are_public_and_have_reasons():
     public = {f"{mod}:{qual}" for mod, qual in public_objects()}
     assert set(EXEMPT) <= public, set(EXEMPT) - public
     assert all(len(reason) > 20 for reason in EXEMPT.values())
-
-
-@pytest.mark.xfail(
-    TORCH_CASES_MISSING,
-    reason="MISSING: tests/test_bad_inputs_torch.py (helper inputs2) is not merged on this "
-    "branch; until it is, the torch modules are not counted. Integrator: drop TORCH_OWNED and "
-    "this xfail after the merge.",
-    strict=True,
-)
-def test_torch_bad_input_file_is_present():
-    assert not TORCH_CASES_MISSING

@@ -7,7 +7,9 @@ switched off, and the *eager* attention implementation (the default SDPA kernel 
 return attention weights). It has no masked-LM head: the course trains one
 (``tools/train_mlm_head.py``, shipped as ``data/minilm_mlm_head.pt``) for :func:`fill_mask`.
 
-Helpers: contextual vectors of a word at every layer (the "bank" experiment) and attention maps.
+Helpers: contextual vectors of a word at every layer (the "bank" experiment, computed by the
+course's own :class:`~course_lib.models.bert_encoder.BertEncoder` holding MiniLM's weights)
+and attention maps (``transformers``' copy; the tests show the two agree to 1e-5).
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ __all__ = [
 ]
 
 # Fill-in-the-blank sentences for the MLM head: (sentence with one [MASK], acceptable words).
-# The technical ones are written for the course (none occurs in the training text); the last
-# four are everyday English, far from the Python documentation the head was trained on.
+# The technical ones are written for the course (tools/train_mlm_head.py removes them from its
+# training text; none occurs there); the last four are everyday English, far from the Python
+# documentation the head was trained on.
 FILL_MASK_PROBES: list[tuple[str, tuple[str, ...]]] = [
     ("Return a new [MASK] containing the items.",
      ("list", "dict", "dictionary", "set", "tuple", "array", "sequence", "iterator", "object",
@@ -59,6 +62,12 @@ FILL_MASK_PROBES: list[tuple[str, tuple[str, ...]]] = [
                                    "entries", "data", "keys")),
     ("The second argument is the [MASK] of the new directory.",
      ("name", "path", "mode", "location", "permissions", "owner")),
+    ("Return True if the string [MASK] with the given prefix.", ("starts", "begins", "ends")),
+    ("Write the data to the [MASK] and flush it.",
+     ("file", "stream", "buffer", "socket", "disk", "output", "pipe", "device", "terminal")),
+    ("Remove all [MASK] from the dictionary.",
+     ("items", "entries", "keys", "elements", "values", "pairs")),
+    ("The timeout is given in [MASK].", ("seconds", "milliseconds", "ms", "minutes")),
     ("A huge trout just [MASK] my line.", ("took", "bit", "hit", "snapped", "grabbed", "broke",
                                             "caught", "pulled", "struck", "snagged", "hooked")),
     ("The cat sat on the [MASK].", ("mat", "floor", "chair", "couch", "bed", "table", "sofa",
@@ -66,7 +75,7 @@ FILL_MASK_PROBES: list[tuple[str, tuple[str, ...]]] = [
     ("I drank a cup of [MASK] this morning.", ("coffee", "tea", "milk", "water", "cocoa")),
     ("The capital of France is [MASK].", ("paris",)),
 ]  # fmt: skip
-N_TECHNICAL_PROBES = 10
+N_TECHNICAL_PROBES = 14
 
 
 def minilm_path():
@@ -113,30 +122,28 @@ MLM_HEAD_FILE = Path(__file__).resolve().parent / "data" / "minilm_mlm_head.pt"
 
 @functools.lru_cache(maxsize=1)
 def load_minilm_mlm():
-    """``(tokenizer, encoder, head, meta)``: MiniLM in the course's :class:`BertEncoder`, with
-    the layers ``tools/train_mlm_head.py`` changed and its masked-LM head (float16 on disk,
-    float32 here; ``weights_only=True``). ``meta`` holds the training settings and history."""
-    from .models.bert_encoder import BertEncoder, hf_state_dict_to_ours
+    """``(tokenizer, encoder, head, meta)``: MiniLM in the course's :class:`BertEncoder`
+    (unchanged: the encoder stays frozen) and the masked-LM head ``tools/train_mlm_head.py``
+    trained on the output of its layer ``meta["layer"]`` (float16 on disk, float32 here;
+    ``weights_only=True``). ``meta`` holds the training settings, the layer sweep, the held-out
+    history and the probes' answers."""
     from .models.mlm_head import MlmHead
 
-    tokenizer, model = load_minilm()
+    tokenizer, encoder = load_minilm_encoder()
     ckpt = torch.load(MLM_HEAD_FILE, map_location="cpu", weights_only=True)
-    encoder = BertEncoder.from_hf(model)
-    n_layers = encoder.config.num_hidden_layers
-    changed = hf_state_dict_to_ours({k: v.float() for k, v in ckpt["layers"].items()}, n_layers)
-    encoder.load_state_dict(changed, strict=False)
     head = MlmHead(encoder.config.hidden_size, encoder.config.vocab_size,
                    encoder.config.layer_norm_eps)  # fmt: skip
     head.load_state_dict({k: v.float() for k, v in ckpt["head"].items()})
-    meta = {k: v for k, v in ckpt.items() if k not in ("layers", "head")}
-    return tokenizer, encoder.eval(), head.eval(), meta
+    meta = {k: v for k, v in ckpt.items() if k != "head"}
+    return tokenizer, encoder, head.eval(), meta
 
 
 def fill_mask(text: str, top_k: int = 5) -> list[tuple[str, float]]:
     """The ``top_k`` most probable WordPiece tokens for the one ``[MASK]`` in ``text``.
 
     Returns ``[(token, probability), ...]``, most probable first, from MiniLM (in the course's
-    encoder) and the masked-LM head trained by ``tools/train_mlm_head.py``. Tokens starting
+    encoder, frozen) and the masked-LM head trained by ``tools/train_mlm_head.py`` on the
+    output of MiniLM's layer ``meta["layer"]`` of :func:`load_minilm_mlm`. Tokens starting
     with ``##`` continue a word.
     """
     if check_str(text, "text").count("[MASK]") != 1:
@@ -144,12 +151,13 @@ def fill_mask(text: str, top_k: int = 5) -> list[tuple[str, float]]:
             f"text must contain exactly one [MASK], got {text.count('[MASK]')}: {text!r}"
         )
     top_k = check_positive_int(top_k, "top_k")
-    tokenizer, encoder, head, _ = load_minilm_mlm()
+    tokenizer, encoder, head, meta = load_minilm_mlm()
     enc = tokenizer(text, return_tensors="pt")
     ids = enc["input_ids"]
     where = int((ids[0] == tokenizer.mask_token_id).nonzero()[0, 0])
     with torch.no_grad():
-        hidden = encoder(ids, enc["token_type_ids"], enc["attention_mask"]).last_hidden_state
+        out = encoder(ids, enc["token_type_ids"], enc["attention_mask"])
+        hidden = out.hidden_states[meta["layer"]]  # (1, n, H): the layer the head was trained on
         probs = torch.softmax(head(hidden[0, where], encoder.word_embeddings.weight), dim=-1)
     top = probs.topk(top_k)
     tokens = tokenizer.convert_ids_to_tokens(top.indices.tolist())
@@ -199,17 +207,22 @@ def word_vectors(sentence: str, word: str, occurrence: int = 0) -> torch.Tensor:
     """Contextual vectors of ``word`` in ``sentence`` at every layer: ``(7, 384)``.
 
     Row 0 is the embedding layer's output (token + position + segment embedding, normalised),
-    rows 1-6 the outputs of the 6 encoder layers. A word split into several WordPieces is
-    represented by the mean of its pieces. ``occurrence`` picks among repeated words.
+    rows 1-6 the outputs of the 6 encoder layers, computed by the course's own
+    :class:`~course_lib.models.bert_encoder.BertEncoder` with MiniLM's weights. A word split
+    into several WordPieces is represented by the mean of its pieces. ``occurrence`` picks
+    among repeated words.
     """
     check_str(sentence, "sentence")
     check_str(word, "word")
     occurrence = check_positive_int(occurrence, "occurrence", allow_zero=True)
-    tokenizer, _ = load_minilm()
+    tokenizer, encoder = load_minilm_encoder()
     pieces = tokenizer.tokenize(word)
     if not pieces:
         raise ValueError(f"word {word!r} has no WordPiece tokens")
-    tokens, out = encode(sentence)
+    enc = tokenizer(sentence, return_tensors="pt")
+    with torch.no_grad():
+        out = encoder(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"])
+    tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0])
     starts = [
         i for i in range(len(tokens) - len(pieces) + 1) if tokens[i : i + len(pieces)] == pieces
     ]

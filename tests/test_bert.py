@@ -158,3 +158,33 @@ def test_errors():
         model(torch.ones(1, 5, dtype=torch.long), torch.zeros(1, 4, dtype=torch.long))
     with pytest.raises(TypeError, match="vocab_size must be an integer"):
         TinyBert(np.float64(3.0))
+
+
+def test_fill_in_masks_the_word_and_reads_the_mlm_head_there():
+    from course_lib.data.pretraining import SPECIAL_TOKENS, pair_input
+    from course_lib.models.bert import fill_in
+    from course_lib.tokenization import train_bpe
+
+    texts = ["The return value is a new list.", "Raise an error if the file is missing."] * 3
+    tok = train_bpe(texts, 80, special_tokens=SPECIAL_TOKENS, unk_token="[UNK]", lowercase=True)
+    torch.manual_seed(0)
+    model = TinyBert(len(tok), d_model=16, num_layers=1, num_heads=2, d_ff=32, max_len=20)
+    masked, guesses = fill_in(model, tok, "The return value is a new list.", "list", top_k=4)
+    assert masked == "The return value is a new [MASK]."
+    assert len(guesses) == 4 and [p for _, p in guesses] == sorted(p for _, p in guesses)[::-1]
+    # Reference: pair_input with an empty B, the MLM head at the masked position, by hand.
+    ids = [tok.vocab[p] for p in tok.tokenize("The return value is a new list.")]
+    ids[ids.index(tok.vocab["▁list"])] = tok.vocab["[MASK]"]
+    input_ids, segments = pair_input(ids, [], tok.vocab["[CLS]"], tok.vocab["[SEP]"])
+    model.eval()
+    with torch.no_grad():
+        hidden = model(torch.tensor([input_ids]), torch.tensor([segments]))
+        where = input_ids.index(tok.vocab["[MASK]"])
+        probs = torch.softmax(model.mlm_logits(hidden[0, where]), -1)
+    top = probs.topk(4)
+    assert [w for w, _ in guesses] == [tok.id_to_token[int(j)] for j in top.indices]
+    np.testing.assert_allclose([p for _, p in guesses], top.values.numpy(), rtol=1e-6)
+    with pytest.raises(ValueError, match="word 'lists'"):
+        fill_in(model, tok, "The return value is a new list.", "lists")
+    with pytest.raises(TypeError, match="text must be a str"):
+        fill_in(model, tok, 3, "list")

@@ -46,6 +46,7 @@ __all__ = [
     "TINY_BERT_CONFIG",
     "TINY_BERT_TRAINING",
     "load_tiny_bert",
+    "fill_in",
 ]
 
 IGNORE_INDEX = -100
@@ -295,3 +296,41 @@ def load_tiny_bert(path: str | Path | None = None) -> tuple[TinyBert, dict]:
     model.eval()
     meta = {k: v for k, v in ckpt.items() if k != "state_dict"}
     return model, meta
+
+
+def fill_in(model: TinyBert, tokenizer, text: str, word: str, top_k: int = 3):
+    """Hide ``word`` in ``text`` behind ``[MASK]`` and ask ``model`` for it.
+
+    ``tokenizer`` is the model's BPE tokenizer (e.g. ``pretraining_tokenizer()``); ``word`` must
+    be a single token of it, preceded by a space in ``text`` (its first occurrence is masked).
+    The model reads ``[CLS] text [SEP] [SEP]`` (segment B empty). Returns
+    ``(masked_text, [(token, probability), ...])``, the ``top_k`` guesses most probable first.
+    """
+    from ..tokenization import SPACE
+
+    for value, name in ((text, "text"), (word, "word")):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    top_k = check_positive_int(top_k, "top_k")
+    pieces = tokenizer.tokenize(text)
+    if SPACE + word.lower() not in pieces:
+        raise ValueError(
+            f"word {word!r} must be one token of the tokenizer after a space in text; text "
+            f"tokenizes as {pieces}"
+        )
+    i = pieces.index(SPACE + word.lower())
+    ids = [tokenizer.vocab[p] for p in pieces]
+    ids[i] = tokenizer.vocab["[MASK]"]
+    cls, sep = tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"]
+    input_ids = [cls, *ids, sep, sep]  # [CLS] A [SEP] B [SEP] with B empty
+    segments = [0] * (len(ids) + 2) + [1]
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        hidden = model(torch.tensor([input_ids]), torch.tensor([segments]))  # (1, n, d)
+        probs = model.mlm_logits(hidden[0, i + 1]).softmax(-1)  # +1: [CLS] comes first
+    model.train(was_training)
+    top = probs.topk(top_k)
+    guesses = [(tokenizer.id_to_token[int(j)], float(q))
+               for q, j in zip(top.values, top.indices, strict=True)]  # fmt: skip
+    return text.replace(word, "[MASK]", 1), guesses

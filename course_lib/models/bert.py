@@ -32,10 +32,12 @@ from .._validation import (
     check_index,
     check_last_dim,
     check_positive_int,
+    check_str,
     check_token_ids,
     checkpoint_path,
 )
 from ..layers import Encoder
+from ..tokenization import SPACE, BPETokenizer
 from .configs import TINY_BERT, TINY_BERT_PRETRAINING
 
 __all__ = [
@@ -298,7 +300,9 @@ def load_tiny_bert(path: str | Path | None = None) -> tuple[TinyBert, dict]:
     return model, meta
 
 
-def fill_in(model: TinyBert, tokenizer, text: str, word: str, top_k: int = 3):
+def fill_in(
+    model: TinyBert, tokenizer: BPETokenizer, text: str, word: str, top_k: int = 3
+) -> tuple[str, list[tuple[str, float]]]:
     """Hide ``word`` in ``text`` behind ``[MASK]`` and ask ``model`` for it.
 
     ``tokenizer`` is the model's BPE tokenizer (e.g. ``pretraining_tokenizer()``); ``word`` must
@@ -306,11 +310,11 @@ def fill_in(model: TinyBert, tokenizer, text: str, word: str, top_k: int = 3):
     The model reads ``[CLS] text [SEP] [SEP]`` (segment B empty). Returns
     ``(masked_text, [(token, probability), ...])``, the ``top_k`` guesses most probable first.
     """
-    from ..tokenization import SPACE
-
-    for value, name in ((text, "text"), (word, "word")):
-        if not isinstance(value, str):
-            raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    if not isinstance(model, TinyBert):
+        raise TypeError(f"model must be a TinyBert, got {type(model).__name__}")
+    if not isinstance(tokenizer, BPETokenizer):
+        raise TypeError(f"tokenizer must be a BPETokenizer, got {type(tokenizer).__name__}")
+    text, word = check_str(text, "text"), check_str(word, "word")
     top_k = check_positive_int(top_k, "top_k")
     pieces = tokenizer.tokenize(text)
     if SPACE + word.lower() not in pieces:

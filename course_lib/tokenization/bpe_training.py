@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .._validation import check_flag, check_positive_int, check_str
 from .bpe import BPETokenizer
@@ -27,27 +27,14 @@ from .pretokenizer import pretokenize
 __all__ = ["train_bpe", "train_bpe_with_history", "BPETraining"]
 
 
-def train_bpe(
-    texts: Iterable[str] | str,
-    vocab_size: int,
-    *,
-    special_tokens: Sequence[str] = (),
-    unk_token: str | None = None,
-    lowercase: bool = False,
-    min_frequency: int = 0,
-    return_history: bool = False,
-    byte_level: bool = False,
-) -> BPETokenizer:
-    """Learn BPE merges from ``texts`` until the vocabulary has ``vocab_size`` tokens; the
-    arguments are :func:`train_bpe_with_history`'s. Returns the :class:`BPETokenizer`
-    (``return_history=True``, which lecture 08 uses: the :class:`BPETraining` of
-    :func:`train_bpe_with_history`, unpacking as ``tokenizer, history``).
+def train_bpe(texts: Iterable[str] | str, vocab_size: int, **options: Any) -> BPETokenizer:
+    """Learn BPE merges from ``texts`` until the vocabulary has ``vocab_size`` tokens.
+
+    The keyword ``options`` are :func:`train_bpe_with_history`'s (``special_tokens``,
+    ``unk_token``, ``lowercase``, ``min_frequency``, ``byte_level``); this returns only its
+    :class:`BPETokenizer`.
     """
-    result = train_bpe_with_history(
-        texts, vocab_size, special_tokens=special_tokens, unk_token=unk_token,
-        lowercase=lowercase, min_frequency=min_frequency, byte_level=byte_level,
-    )  # fmt: skip
-    return result if return_history else result.tokenizer
+    return train_bpe_with_history(texts, vocab_size, **options).tokenizer
 
 
 class BPETraining(NamedTuple):

@@ -5,6 +5,10 @@ compares the answer with the course's verified implementation on a few inputs an
 prints one fixed success line or raises :class:`ExerciseError` with a message a student can
 act on: what was expected, what was got, and a hint. Checks never print on failure only —
 they raise, so nbval (and ``make grade``) cannot be fooled by saved outputs.
+
+This package module holds what every lecture's checks share (comparing arrays, naming the
+mistake from a table, calling the student's code only through :func:`call_student`); it is
+one idea, kept in one place so that the grader has a single surface to trust.
 """
 
 from __future__ import annotations

@@ -288,7 +288,7 @@ def load_tiny_bert(path: str | Path | None = None) -> tuple[TinyBert, dict]:
 
     Loaded with ``weights_only=True`` (plain tensors and numbers, no pickled code). Returns the
     model in eval mode and the checkpoint's metadata (config, training settings, history of
-    held-out accuracies). Reproduce it with ``python tools/train_tiny_bert.py``.
+    held-out accuracies). Reproduce it with ``python -m tools.train_tiny_bert``.
     """
     path = checkpoint_path(path, CHECKPOINT)
     ckpt = torch.load(path, map_location="cpu", weights_only=True)

@@ -11,7 +11,13 @@ NB_DIRS := notebooks solutions
 
 venv: $(STAMP)
 
-# Rebuilt only when the pinned requirements or the package metadata change.
+# Rebuilt only when the pinned requirements or the package metadata change. A linked .venv
+# (the clean clone `make test` works in links the student's) is used as it is: re-installing
+# there would point the editable course_lib at the temporary clone, which is then deleted.
+ifeq ($(shell test -L $(VENV) && echo linked),linked)
+$(STAMP):
+	@test -f $@ || { echo "$(VENV) is a link to a venv that is not installed: run make venv there"; exit 1; }
+else
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "Installing the pinned packages into $(VENV) (first time: ~500 MB download, 1.9 GB, 3-7 min)"
@@ -19,6 +25,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --progress-bar on -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+endif
 
 # JupyterLab on 127.0.0.1 with a fresh random token (passed in the environment, never on a
 # command line), on LAB_PORT or the next free port, opening on the README rendered as a page.

@@ -90,6 +90,28 @@ def test_make_test_runs_the_full_check_in_a_clean_clone():
     assert {"lint", "unit", "notebooks"} <= set(check), check
 
 
+@pytest.mark.skipif(
+    not (ROOT / ".venv" / ".installed").exists() or not (ROOT / ".git").exists(),
+    reason="needs `make venv` and a git clone",
+)
+def test_make_in_the_clean_clone_never_reinstalls_the_linked_venv(tmp_path):
+    """Every `make` target run inside `make test`'s clean clone (the tests run `make lab`,
+    `make grade`, `make start` there) must use the linked .venv as it is. A fresh checkout's
+    requirements.txt is newer than the venv's stamp; re-installing would point the student's
+    editable course_lib at the temporary clone, deleted afterwards, and every kernel of their
+    next `make lab` would fail with "No module named 'course_lib'"."""
+    from tools.in_clean_clone import clean_clone
+
+    clone = tmp_path / "clone"
+    clean_clone(clone)
+    assert (clone / ".venv").is_symlink()
+    for target in ("venv", "lab", "unit", "grade"):
+        dry = subprocess.run(["make", "-n", target, "NB=x.ipynb"], cwd=clone,
+                             capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert "pip install" not in dry.stdout, (target, dry.stdout)
+        assert dry.returncode == 0, (target, dry.stdout + dry.stderr)
+
+
 # --- notebooks ------------------------------------------------------------------------------
 
 

@@ -321,12 +321,15 @@ def check_token_ids(
     return ids
 
 
-def check_index(value, name: str, size: int, size_name: str) -> int:
-    """Return ``value`` if it is an integer in ``[0, size)``, else raise naming both numbers."""
+def check_index(value, name: str, size: int, size_name: str | None = None) -> int:
+    """Return ``value`` if it is an integer in ``[0, size)``, else raise naming it. The message
+    names the bound (``[0, vocab_size=5)``) or, without ``size_name``, spells the range out
+    (``0..4``: a layer or head number)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
     if not 0 <= value < size:
-        raise ValueError(f"{name} must be in [0, {size_name}={size}), got {value}")
+        where = f"[0, {size_name}={size})" if size_name else f"0..{size - 1}"
+        raise ValueError(f"{name} must be in {where}, got {value}")
     return int(value)
 
 

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._validation import check_index
+
 __all__: list[str] = []  # private helpers
 
 SHAPES_HELP = (
@@ -133,22 +135,13 @@ def check_tokens(tokens, n: int, name: str, axis: str, shape: tuple[int, ...]) -
     return tokens
 
 
-def check_index(value, n: int, name: str) -> int:
-    """Return ``value`` as an int in ``range(n)``, or raise naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
-    if not 0 <= value < n:
-        raise ValueError(f"{name} must be in 0..{n - 1}, got {value}")
-    return int(value)
-
-
 def check_indices(values, n: int, name: str) -> list[int] | None:
     """``None`` or a non-empty list of distinct indices in ``range(n)``."""
     if values is None:
         return None
     if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
         values = [values]
-    values = [check_index(v, n, f"{name}[{i}]") for i, v in enumerate(values)]
+    values = [check_index(v, f"{name}[{i}]", n) for i, v in enumerate(values)]
     if not values:
         raise ValueError(f"{name} is empty; pass None for all of them")
     if len(set(values)) != len(values):

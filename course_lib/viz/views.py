@@ -25,7 +25,8 @@ from importlib import resources
 
 import numpy as np
 
-from ._inputs import as_attention_stack, check_index, check_indices, check_tokens
+from .._validation import check_index
+from ._inputs import as_attention_stack, check_indices, check_tokens
 
 __all__ = ["AttentionView", "head_view", "model_view"]
 
@@ -151,7 +152,7 @@ def _attn_data(att: np.ndarray, tokens, key_tokens, sentence_b_start: int | None
         raise ValueError(
             "sentence_b_start is for self-attention; it cannot be used with key_tokens"
         )
-    b = check_index(sentence_b_start, len(tokens), "sentence_b_start")
+    b = check_index(sentence_b_start, "sentence_b_start", len(tokens))
     if b == 0:
         raise ValueError("sentence_b_start must be >= 1 (sentence A needs at least one token)")
     a_, b_ = slice(0, b), slice(b, None)
@@ -215,7 +216,7 @@ def head_view(
     n_layers, n_heads = att.shape[:2]
     layers = check_indices(include_layers, n_layers, "include_layers") or list(range(n_layers))
     if layer is not None:
-        check_index(layer, n_layers, "layer")
+        check_index(layer, "layer", n_layers)
         if layer not in layers:
             raise ValueError(f"layer {layer} is not in include_layers {layers}")
     heads = check_indices(heads, n_heads, "heads")

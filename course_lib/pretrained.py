@@ -167,26 +167,31 @@ def fill_mask(text: str, top_k: int = 5) -> list[tuple[str, float]]:
 TOPIC_CLASSIFIER_FILE = Path(__file__).resolve().parent / "data" / "minilm_topics.pt"
 
 
-def load_topic_classifier():
+def load_topic_classifier(labels: str = "budget"):
     """``(classifier, meta)``: lecture 12's fine-tuned MiniLM topic classifier.
 
+    ``labels``: ``"budget"`` for the model fine-tuned on the labelled budget (64 sentences per
+    topic), ``"all"`` for the one fine-tuned on the whole training split (3,322 sentences).
     ``classifier`` is a :class:`course_lib.models.classifier.BertClassifier` holding MiniLM's top
     ``meta["top_layers"]`` layer(s) as fine-tuned by ``tools/fine_tune_minilm.py`` and the
     head; call it on the hidden states *below* those layers (``hidden_states[-1 - top]`` of
     :func:`load_minilm_encoder`'s output). ``meta`` holds the script's comparison table, its
-    learning-rate sweep, the training settings, and the frozen mean-pooled features of the
-    training split (float16). Loaded with ``weights_only=True``.
+    learning-rate sweep, the training settings, the script's test predictions of both models
+    and the frozen mean-pooled features of the whole training split (float16). Loaded with
+    ``weights_only=True``.
     """
     from .models.classifier import BertClassifier
 
+    if labels not in ("budget", "all"):
+        raise ValueError(f"labels must be 'budget' or 'all', got {labels!r}")
     _, encoder = load_minilm_encoder()
     ckpt = torch.load(TOPIC_CLASSIFIER_FILE, map_location="cpu", weights_only=True)
     top = ckpt["top_layers"]
     n = encoder.config.num_hidden_layers
     layers = [copy.deepcopy(encoder.encoder.layers[i]) for i in range(n - top, n)]
     classifier = BertClassifier(layers, encoder.config.hidden_size, len(ckpt["topics"]))
-    classifier.load_state_dict({k: v.float() for k, v in ckpt["state_dict"].items()})
-    meta = {k: v for k, v in ckpt.items() if k != "state_dict"}
+    classifier.load_state_dict({k: v.float() for k, v in ckpt["state_dicts"][labels].items()})
+    meta = {k: v for k, v in ckpt.items() if k != "state_dicts"}
     return classifier.eval(), meta
 
 

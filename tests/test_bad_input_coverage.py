@@ -65,7 +65,6 @@ EXEMPT: dict[str, str] = {
     "course_lib.tokenization.byte_level:bytes_to_unicode": _NO_ARGS.format("GPT-2's byte table"),
     # the torch side (tests/test_bad_inputs_torch.py)
     "course_lib.pretrained:minilm_path": _NO_ARGS.format("the shipped MiniLM directory"),
-    "course_lib.pretrained:load_topic_classifier": _NO_ARGS.format("the shipped classifier"),
     "course_lib.pretrained:load_minilm": _NO_ARGS.format("loads the shipped MiniLM"),
     "course_lib.pretrained:load_minilm_encoder": _NO_ARGS.format("loads the shipped MiniLM"),
     "course_lib.pretrained:load_minilm_mlm": _NO_ARGS.format("loads the shipped MiniLM"),

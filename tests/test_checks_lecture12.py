@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 
 from course_lib.checks import ExerciseError
-from course_lib.checks.lecture12 import check_best_setting, check_head_loss, check_mean_pool
+from course_lib.checks.lecture12 import (
+    check_best_setting,
+    check_head_loss,
+    check_mean_pool,
+    check_paired_counts,
+)
 
 
 def stub(*args):
@@ -149,4 +154,55 @@ def test_best_setting_on_the_shipped_sweep():
 def test_best_setting_mistakes_get_their_hint(fn, hint):
     with pytest.raises(ExerciseError) as err:
         check_best_setting(fn, seed=1)
+    assert hint in str(err.value)
+
+
+def paired_good(a, b, y):
+    return int(((a == y) & (b != y)).sum()), int(((a != y) & (b == y)).sum())
+
+
+def paired_good_loop(a, b, y):
+    a_only = b_only = 0
+    for pa, pb, t in zip(a.tolist(), b.tolist(), y.tolist(), strict=True):
+        if pa == t and pb != t:
+            a_only += 1
+        elif pb == t and pa != t:
+            b_only += 1
+    return [a_only, b_only]
+
+
+def paired_swapped(a, b, y):
+    return paired_good(a, b, y)[::-1]
+
+
+def paired_right_counts(a, b, y):
+    return int((a == y).sum()), int((b == y).sum())
+
+
+def paired_disagreements(a, b, y):
+    d = int((a != b).sum())
+    return d, d
+
+
+def paired_both_wrong_counted(a, b, y):
+    both_wrong = int(((a != y) & (b != y)).sum())
+    good = paired_good(a, b, y)
+    return good[0] + both_wrong, good[1] + both_wrong
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+@pytest.mark.parametrize("fn", [paired_good, paired_good_loop])
+def test_paired_counts_right_answers_pass(fn, seed):
+    check_paired_counts(fn, seed=seed)
+
+
+@pytest.mark.parametrize(
+    "fn, hint",
+    [(paired_swapped, "swapped"), (paired_right_counts, "how often each model is right"),
+     (paired_disagreements, "both be wrong"), (paired_both_wrong_counted, "belong to neither"),
+     (lambda a, b, y: 3, "pair of counts"), (stub, "NotImplementedError")],
+)  # fmt: skip
+def test_paired_counts_mistakes_get_their_hint(fn, hint):
+    with pytest.raises(ExerciseError) as err:
+        check_paired_counts(fn)
     assert hint in str(err.value)

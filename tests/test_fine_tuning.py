@@ -18,6 +18,7 @@ from course_lib.models.classifier import (
     accuracy_ci,
     confusion_matrix,
     mean_pool,
+    segment_mean_pool,
 )
 
 
@@ -30,7 +31,21 @@ def test_splits_are_disjoint_by_docstring_and_sentence():
                 assert not docs[a] & docs[b], (a, b)
                 assert not sents[a] & sents[b], (a, b)
     sizes = {s: len(load_topic_sentences(s)[0]) for s in SPLITS}
-    assert sizes == {"train": 2392, "validation": 353, "test": 872}
+    assert sizes == {"train": 3322, "validation": 720, "test": 2550}
+
+
+def test_labelled_samples_are_balanced_nested_and_inside_their_split():
+    whole = set(load_topic_sentences("train")[0])
+    small, y_small = load_topic_sentences("train", per_topic=16)
+    big, y_big = load_topic_sentences("train", per_topic=64)
+    assert np.bincount(y_small).tolist() == [16] * len(TOPICS)
+    assert np.bincount(y_big).tolist() == [64] * len(TOPICS)
+    assert set(small) <= set(big) <= whole
+    assert load_topic_sentences("train", per_topic=64)[0] == big  # the same sample every time
+    label_of = dict(zip(*load_topic_sentences("train"), strict=True))
+    assert all(label_of[t] == y for t, y in zip(big, y_big, strict=True))
+    with pytest.raises(ValueError, match="per_topic must be at most 47"):
+        load_topic_sentences("validation", per_topic=48)
 
 
 def test_every_topic_in_every_split_and_labels_index_topics():
@@ -63,6 +78,32 @@ def test_mean_pool_leaves_padding_out():
         assert torch.allclose(got[i], hidden[i, :n].mean(0))
     with pytest.raises(ValueError, match="attention_mask"):
         mean_pool(hidden, mask[:, :3])
+
+
+def test_segment_mean_pool_averages_each_segment_without_cls_or_padding():
+    hidden = torch.arange(2 * 7 * 2, dtype=torch.float32).reshape(2, 7, 2)
+    # [CLS] a a [SEP] b b [SEP] / [CLS] a [SEP] b [SEP] pad pad
+    types = torch.tensor([[0, 0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 1, 0, 0]])
+    mask = torch.tensor([[1, 1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 0, 0]])
+    a, b = segment_mean_pool(hidden, mask, types)
+    assert torch.equal(a[0], hidden[0, 1:4].mean(0)) and torch.equal(b[0], hidden[0, 4:7].mean(0))
+    assert torch.equal(a[1], hidden[1, 1:3].mean(0)) and torch.equal(b[1], hidden[1, 3:5].mean(0))
+
+
+def test_segment_mean_pool_on_a_real_tokenizer_pair():
+    from course_lib.pretrained import load_minilm
+
+    tokenizer, _ = load_minilm()
+    enc = tokenizer(["Return a list.", "Open it."], ["It is new.", "Then close the file."],
+                    padding=True, return_tensors="pt")  # fmt: skip
+    hidden = torch.randn(*enc["input_ids"].shape, 3)
+    a, b = segment_mean_pool(hidden, enc["attention_mask"], enc["token_type_ids"])
+    for i in range(2):
+        tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][i])
+        first_sep = tokens.index("[SEP]")
+        last = int(enc["attention_mask"][i].sum())  # one past the final [SEP]
+        assert torch.allclose(a[i], hidden[i, 1 : first_sep + 1].mean(0))
+        assert torch.allclose(b[i], hidden[i, first_sep + 1 : last].mean(0))
 
 
 def test_accuracy_ci_is_the_wilson_interval():
@@ -105,3 +146,54 @@ def test_span_head_gives_a_start_and_an_end_score_per_token():
     h = torch.randn(1, 3, 8)
     s, e = head(h)
     assert torch.allclose(s, h @ w[0] + b[0]) and torch.allclose(e, h @ w[1] + b[1])
+
+
+@pytest.fixture(scope="module")
+def minilm_test_pass():
+    """MiniLM (course encoder) on every 17th test sentence: (indices, layer-5 states, mean)."""
+    from course_lib.pretrained import load_minilm_encoder
+
+    tokenizer, encoder = load_minilm_encoder()
+    texts, _ = load_topic_sentences("test")
+    idx = np.arange(0, len(texts), 17)
+    enc = tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=64,
+                    return_tensors="pt")  # fmt: skip
+    with torch.no_grad():
+        out = encoder(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"])
+    return idx, out.hidden_states[-2], enc["attention_mask"]
+
+
+@pytest.mark.parametrize("labels", ["budget", "all"])
+def test_shipped_classifiers_give_the_scripts_test_predictions(labels, minilm_test_pass):
+    from course_lib.pretrained import load_topic_classifier
+
+    classifier, meta = load_topic_classifier(labels)
+    assert meta["top_layers"] == 1  # so the states below the top layer are hidden_states[-2]
+    idx, middle, mask = minilm_test_pass
+    with torch.no_grad():
+        live = classifier(middle, mask).argmax(-1).numpy()
+    stored = meta["test_predictions"][labels].numpy()
+    assert (live == stored[idx]).mean() >= 0.98  # float16 weights on disk, float32 in the script
+    # the table's accuracy is the stored predictions' accuracy on the whole test split
+    _, y = load_topic_sentences("test")
+    row = [
+        v for k, v in meta["table"].items() if "top 1" in k and ("all" in k) == (labels == "all")
+    ]
+    assert len(row) == 1 and np.isclose(row[0]["test"][0], (stored == y).mean())
+
+
+def test_shipped_training_features_are_the_encoders_mean_vectors():
+    from course_lib.pretrained import load_minilm_encoder, load_topic_classifier
+
+    _, meta = load_topic_classifier()
+    texts, _ = load_topic_sentences("train")
+    feats = meta["train_mean_features"].float()
+    assert feats.shape == (len(texts), 384)
+    tokenizer, encoder = load_minilm_encoder()
+    rows = [0, 1000, 3321]
+    enc = tokenizer([texts[i] for i in rows], padding=True, truncation=True, max_length=64,
+                    return_tensors="pt")  # fmt: skip
+    with torch.no_grad():
+        out = encoder(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"])
+    live = mean_pool(out.last_hidden_state, enc["attention_mask"])
+    assert torch.allclose(live, feats[rows], atol=5e-3)

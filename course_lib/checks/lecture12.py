@@ -1,4 +1,5 @@
-"""Checks for the exercises of lecture 12 (fine-tuning: pooling, the head's loss, a sweep)."""
+"""Checks for the exercises of lecture 12 (fine-tuning: pooling, the head's loss, a sweep,
+comparing two models on the same sentences)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import numpy as np
 
 from . import ExerciseError, call_student, check_array, passed
 
-__all__ = ["check_mean_pool", "check_head_loss", "check_best_setting"]
+__all__ = ["check_mean_pool", "check_head_loss", "check_best_setting", "check_paired_counts",
+           "shipped_test_predictions"]  # fmt: skip
 
 
 def _padded_batch(rng: np.random.Generator):
@@ -152,3 +154,61 @@ def check_best_setting(student_fn, *, seed: int = 0) -> None:
         f"another row reaches {best:.3f}.",
         hint,
     )
+
+
+def shipped_test_predictions() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(labels, budget, all)``: lecture 12's test labels and the test predictions of its two
+    fine-tuned checkpoints (on 384 labelled sentences, on all 3,322), as the script saved them."""
+    import torch
+
+    from ..data.docstrings import load_topic_sentences
+    from ..pretrained import TOPIC_CLASSIFIER_FILE
+
+    ckpt = torch.load(TOPIC_CLASSIFIER_FILE, map_location="cpu", weights_only=True)
+    preds = ckpt["test_predictions"]
+    _, labels = load_topic_sentences("test")
+    return labels, preds["budget"].numpy().astype(np.int64), preds["all"].numpy().astype(np.int64)
+
+
+def check_paired_counts(student_fn, *, seed: int = 0) -> None:
+    """Exercise 12.4: ``paired_counts(pred_a, pred_b, labels) -> (a_only, b_only)``: how many
+    sentences model A gets right and B wrong, and the other way round."""
+    ex = "12.4"
+    rng = np.random.default_rng(seed)
+    n = 300
+    labels = rng.integers(0, 6, size=n)
+    pred_a = np.where(rng.random(n) < 0.7, labels, rng.integers(0, 6, size=n))
+    pred_b = np.where(rng.random(n) < 0.5, labels, rng.integers(0, 6, size=n))
+    a_right, b_right = pred_a == labels, pred_b == labels
+    expected = (int((a_right & ~b_right).sum()), int((~a_right & b_right).sum()))
+    got = call_student(ex, student_fn, pred_a.copy(), pred_b.copy(), labels.copy())
+    try:
+        pair = tuple(int(v) for v in got)
+        ok_shape = len(pair) == 2 and all(float(v) == int(v) for v in got)
+    except (TypeError, ValueError):
+        ok_shape = False
+    if not ok_shape:
+        raise ExerciseError(
+            ex, f"expected a pair of counts (a_only, b_only), got {got!r:.80}.",
+            "return two integers, e.g. (int(...sum()), int(...sum())).",
+        )  # fmt: skip
+    if pair == expected:
+        passed(ex, f"A alone right on {expected[0]}, B alone on {expected[1]}")
+        return
+    disagree = int((pred_a != pred_b).sum())
+    mistakes = {
+        expected[::-1]: "the two counts are swapped: first A right and B wrong, then B right and "
+        "A wrong.",
+        (int(a_right.sum()), int(b_right.sum())): "those are how often each model is right; count "
+        "only the sentences where one is right and the other wrong.",
+        (disagree, disagree): "the models can disagree and both be wrong; a sentence counts only "
+        "if exactly one of them is right.",
+        (int((a_right & ~b_right).sum() + (~a_right & ~b_right).sum()),
+         int((b_right & ~a_right).sum() + (~a_right & ~b_right).sum())): "sentences that both "
+        "models get wrong belong to neither count.",
+    }  # fmt: skip
+    hint = mistakes.get(pair) or (
+        "a_only = number of sentences with pred_a == label and pred_b != label; b_only the same "
+        "with A and B exchanged."
+    )
+    raise ExerciseError(ex, f"expected {expected}, got {pair}.", hint)

@@ -31,6 +31,7 @@ from .._validation import (
 
 __all__ = [
     "mean_pool",
+    "segment_mean_pool",
     "BertClassifier",
     "accuracy_ci",
     "confusion_matrix",
@@ -58,6 +59,29 @@ def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tenso
             f"attention_mask: row {int(empty[0])} has no real token (all 0); its mean is undefined"
         )
     return (hidden * m).sum(1) / m.sum(1)
+
+
+def segment_mean_pool(
+    hidden: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean token vector of each segment of ``[CLS] A [SEP] B [SEP]``: ``(a, b)``, each ``(batch, H)``.
+
+    Segment A is the real tokens with segment id 0 after ``[CLS]`` (its ``[SEP]`` included),
+    segment B the real tokens with segment id 1. The encoder read A and B *together*, so each
+    mean has already looked at the other segment.
+    """
+    check_tensor(attention_mask, "attention_mask", 2, "(batch, n)")
+    check_tensor(token_type_ids, "token_type_ids", 2, "(batch, n)")
+    if token_type_ids.shape != attention_mask.shape:
+        raise ValueError(
+            f"token_type_ids must have the shape of attention_mask {tuple(attention_mask.shape)}, "
+            f"got {tuple(token_type_ids.shape)}"
+        )
+    real = attention_mask.bool()
+    in_a = real & (token_type_ids == 0)
+    in_a[:, 0] = False  # [CLS] belongs to neither segment
+    in_b = real & (token_type_ids == 1)
+    return mean_pool(hidden, in_a.long()), mean_pool(hidden, in_b.long())
 
 
 class BertClassifier(nn.Module):

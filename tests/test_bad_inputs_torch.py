@@ -301,7 +301,7 @@ CASES = [
      {}, ValueError, "token_type_ids must have the shape of attention_mask (1, 4), got (1, 3)"),
     (classifier.segment_mean_pool,
      (torch.ones(1, 4, 8), torch.ones(1, 4), torch.zeros(1, 4, dtype=torch.long)), {},
-     ValueError, "row 0 has no real token"),
+     ValueError, "token_type_ids: row 0 has no real token in segment B (segment ids [0, 0, 0, 0])"),
     (classifier.BertClassifier, ([], 0, 2), {}, ValueError, "hidden_size must be >= 1, got 0"),
     (classifier.BertClassifier, ([], 8, 0), {}, ValueError, "num_classes must be >= 1, got 0"),
     (classifier.BertClassifier, ([], 8, 2), {"dropout": 1.5}, ValueError,

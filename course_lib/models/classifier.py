@@ -7,7 +7,8 @@ small head maps the ``[CLS]`` vector to one score per class::
 
 Fine-tuning trains the head *and* (some of) the encoder's layers on the task's labels.
 :class:`BertClassifier` runs only the top ``len(layers)`` layers on hidden states given to it,
-so the frozen bottom of the encoder is computed once (``tools/fine_tune_minilm.py``).
+so the frozen bottom of the encoder is computed once (``tools/fine_tune_minilm.py``). For
+sentence pairs, :func:`segment_mean_pool` averages each segment of one joint pass.
 """
 
 from __future__ import annotations
@@ -81,6 +82,13 @@ def segment_mean_pool(
     in_a = real & (token_type_ids == 0)
     in_a[:, 0] = False  # [CLS] belongs to neither segment
     in_b = real & (token_type_ids == 1)
+    for name, in_segment in (("A", in_a), ("B", in_b)):
+        empty = (~in_segment.any(1)).nonzero()
+        if len(empty):
+            raise ValueError(
+                f"token_type_ids: row {int(empty[0])} has no real token in segment {name} "
+                f"(segment ids {token_type_ids[int(empty[0])].tolist()}); each needs at least one"
+            )
     return mean_pool(hidden, in_a.long()), mean_pool(hidden, in_b.long())
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ._validation import check_positive_int, check_str
+from ._validation import check_choice, check_positive_int, check_str
 
 __all__ = [
     "load_minilm",
@@ -182,8 +182,7 @@ def load_topic_classifier(labels: str = "budget"):
     """
     from .models.classifier import BertClassifier
 
-    if labels not in ("budget", "all"):
-        raise ValueError(f"labels must be 'budget' or 'all', got {labels!r}")
+    check_choice(labels, "labels", ("budget", "all"))
     _, encoder = load_minilm_encoder()
     ckpt = torch.load(TOPIC_CLASSIFIER_FILE, map_location="cpu", weights_only=True)
     top = ckpt["top_layers"]

@@ -579,8 +579,9 @@ CASES = [
      "max_len must be >= 1, got 0"),
     # pretrained (every check runs before MiniLM is loaded)
     (pretrained.load_topic_classifier, ("few",), {}, ValueError,
-     "labels must be 'budget' or 'all', got 'few'"),
-    (pretrained.load_topic_classifier, (64,), {}, ValueError, "labels must be 'budget' or 'all', got 64"),
+     "labels must be one of ['all', 'budget'], got 'few'"),
+    (pretrained.load_topic_classifier, (64,), {}, ValueError,
+     "labels must be one of ['all', 'budget'], got 64"),
     (pretrained.load_topic_classifier, (None,), {}, ValueError, "got None"),
     (pretrained.encode, (3,), {}, TypeError, "text must be a str, got int"),
     (pretrained.encode, (None,), {}, TypeError, "text must be a str, got NoneType"),

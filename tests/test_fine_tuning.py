@@ -148,19 +148,24 @@ def test_span_head_gives_a_start_and_an_end_score_per_token():
     assert torch.allclose(s, h @ w[0] + b[0]) and torch.allclose(e, h @ w[1] + b[1])
 
 
-@pytest.fixture(scope="module")
-def minilm_test_pass():
-    """MiniLM (course encoder) on every 17th test sentence: (indices, layer-5 states, mean)."""
+def _minilm_outputs(texts):
+    """The course encoder with MiniLM's weights on ``texts`` (padded): (outputs, attention_mask)."""
     from course_lib.pretrained import load_minilm_encoder
 
     tokenizer, encoder = load_minilm_encoder()
-    texts, _ = load_topic_sentences("test")
-    idx = np.arange(0, len(texts), 17)
-    enc = tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=64,
-                    return_tensors="pt")  # fmt: skip
+    enc = tokenizer(texts, padding=True, truncation=True, max_length=64, return_tensors="pt")
     with torch.no_grad():
         out = encoder(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"])
-    return idx, out.hidden_states[-2], enc["attention_mask"]
+    return out, enc["attention_mask"]
+
+
+@pytest.fixture(scope="module")
+def minilm_test_pass():
+    """MiniLM (course encoder) on every 17th test sentence: (indices, layer-5 states, mask)."""
+    texts, _ = load_topic_sentences("test")
+    idx = np.arange(0, len(texts), 17)
+    out, mask = _minilm_outputs([texts[i] for i in idx])
+    return idx, out.hidden_states[-2], mask
 
 
 @pytest.mark.parametrize("labels", ["budget", "all"])
@@ -183,17 +188,13 @@ def test_shipped_classifiers_give_the_scripts_test_predictions(labels, minilm_te
 
 
 def test_shipped_training_features_are_the_encoders_mean_vectors():
-    from course_lib.pretrained import load_minilm_encoder, load_topic_classifier
+    from course_lib.pretrained import load_topic_classifier
 
     _, meta = load_topic_classifier()
     texts, _ = load_topic_sentences("train")
     feats = meta["train_mean_features"].float()
     assert feats.shape == (len(texts), 384)
-    tokenizer, encoder = load_minilm_encoder()
     rows = [0, 1000, 3321]
-    enc = tokenizer([texts[i] for i in rows], padding=True, truncation=True, max_length=64,
-                    return_tensors="pt")  # fmt: skip
-    with torch.no_grad():
-        out = encoder(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"])
-    live = mean_pool(out.last_hidden_state, enc["attention_mask"])
+    out, mask = _minilm_outputs([texts[i] for i in rows])
+    live = mean_pool(out.last_hidden_state, mask)
     assert torch.allclose(live, feats[rows], atol=5e-3)

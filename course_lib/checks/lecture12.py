@@ -95,14 +95,18 @@ def check_head_loss(student_fn, *, seed: int = 0) -> None:
     passed(ex, "the classification head's cross-entropy")
 
 
-def shipped_sweep() -> list[dict]:
-    """The learning-rate sweep stored in lecture 12's checkpoint (lr, epoch, validation, loss)."""
+def _topic_checkpoint() -> dict:
+    """Lecture 12's checkpoint as saved by ``tools/fine_tune_minilm.py`` (``weights_only``)."""
     import torch
 
     from ..pretrained import TOPIC_CLASSIFIER_FILE
 
-    ckpt = torch.load(TOPIC_CLASSIFIER_FILE, map_location="cpu", weights_only=True)
-    return [dict(r) for r in ckpt["sweep"]]
+    return torch.load(TOPIC_CLASSIFIER_FILE, map_location="cpu", weights_only=True)
+
+
+def shipped_sweep() -> list[dict]:
+    """The learning-rate sweep stored in lecture 12's checkpoint (lr, epoch, validation, loss)."""
+    return [dict(r) for r in _topic_checkpoint()["sweep"]]
 
 
 def _random_sweep(rng: np.random.Generator) -> list[dict]:
@@ -159,13 +163,9 @@ def check_best_setting(student_fn, *, seed: int = 0) -> None:
 def shipped_test_predictions() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(labels, budget, all)``: lecture 12's test labels and the test predictions of its two
     fine-tuned checkpoints (on 384 labelled sentences, on all 3,322), as the script saved them."""
-    import torch
-
     from ..data.docstrings import load_topic_sentences
-    from ..pretrained import TOPIC_CLASSIFIER_FILE
 
-    ckpt = torch.load(TOPIC_CLASSIFIER_FILE, map_location="cpu", weights_only=True)
-    preds = ckpt["test_predictions"]
+    preds = _topic_checkpoint()["test_predictions"]
     _, labels = load_topic_sentences("test")
     return labels, preds["budget"].numpy().astype(np.int64), preds["all"].numpy().astype(np.int64)
 

@@ -10,12 +10,14 @@ How a notebook is graded:
    judged by content, never by file name or metadata; a file name whose lecture number
    disagrees is reported. Everything official (templates, ``course_lib``, the checks) is loaded
    once, before any student code runs.
-2. **Sandbox.** The notebook runs in a fresh IPython process (``tools/grade_kernel.py``) in its
-   own temporary folder, with a private copy of ``course_lib`` (read-only), a private HOME and
-   IPython/Jupyter/matplotlib configuration, memory, file-size and time limits, and — on Linux with
-   user namespaces — a new root file system holding only Python and that folder (the repository,
-   ``solutions/`` and ``.git`` do not exist there), no network and no capabilities. Elsewhere it
-   runs without that file-system and network isolation, and the grader says so.
+2. **Sandbox.** The notebook runs in a fresh IPython process (``tools/grade_kernel.py``) that
+   inherits nothing but its two pipes. On Linux (``tools/grade_sandbox.py``): new mount, PID,
+   network, IPC and UTS namespaces; a root file system holding only Python and a private
+   read-only copy of ``course_lib`` (the repository, ``solutions/`` and ``.git`` do not exist
+   there); all writable space one size-limited tmpfs; ``/proc/sys`` read-only; never host root
+   (an unprivileged uid of its own when the grader is root); no capabilities; pids and memory
+   limits for the whole group (``tools/grading/limits.py``: a cgroup where one can be made,
+   otherwise ``RLIMIT_NPROC``). Elsewhere it runs without that isolation, and the grader says so.
 3. **Official cells.** Cells are matched to the template by id, then by content: official cells
    run as in the template (an edited or deleted one is restored), the student's answer cells and
    extra cells run as written. Check cells are not run in the sandbox.
@@ -49,7 +51,14 @@ from tools.grading.notebook import (
 from tools.grading.plan import Step, imports_course_lib, plan
 from tools.grading.results import Result, print_summary, write_csv
 from tools.grading.running import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, grade, grade_many
-from tools.grading.sandbox import Aborted, Kernel, sandbox_available
+from tools.grading.sandbox import (
+    DEFAULT_DISK_MB,
+    DEFAULT_MAX_PROCESSES,
+    Aborted,
+    Kernel,
+    isolation,
+    sandbox_available,
+)
 from tools.grading.verdict import CheckProblem, StudentFunction, _exception, run_check
 
 __all__ = [
@@ -74,8 +83,21 @@ def main(argv: list[str]) -> int:
                         help="notebooks graded at once (default: the number of cores)")  # fmt: skip
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help=f"seconds for one notebook (default {DEFAULT_TIMEOUT})")  # fmt: skip
-    parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB,
-                        help="address-space limit of a notebook's process")  # fmt: skip
+    parser.add_argument(
+        "--memory-mb",
+        type=int,
+        default=DEFAULT_MEMORY_MB,
+        help="memory of a notebook's processes together (where a cgroup can be "
+        "made) and address space of each (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-processes",
+        type=int,
+        default=DEFAULT_MAX_PROCESSES,
+        help="processes and threads of a notebook together (default %(default)s)",
+    )
+    parser.add_argument("--disk-mb", type=int, default=DEFAULT_DISK_MB,
+                        help="a notebook's writable space, in memory (default %(default)s)")  # fmt: skip
     parser.add_argument("--hidden-seed", type=int, help="fix the hidden inputs (default: random)")
     args = parser.parse_args(argv)
     if not args.paths and os.environ.get("NB"):  # `make grade NB=...` passes the name this way
@@ -85,11 +107,9 @@ def main(argv: list[str]) -> int:
         files += sorted(p.rglob("*.ipynb")) if p.is_dir() else [p]
     if not files:
         parser.error("no notebooks found")
-    ok, why = sandbox_available()
-    if not ok:
-        print(f"note: no sandbox ({why or 'unavailable'}): notebooks run with your own rights "
-              "and network; verdicts are still computed by the grader.", file=sys.stderr)  # fmt: skip
-    options = {"timeout": args.timeout, "memory_mb": args.memory_mb}
+    print(f"note: {isolation()}.", file=sys.stderr)
+    options = {"timeout": args.timeout, "memory_mb": args.memory_mb,
+               "max_processes": args.max_processes, "disk_mb": args.disk_mb}  # fmt: skip
     if args.hidden_seed is not None:
         options["hidden_seed"] = args.hidden_seed
     results = grade_many(files, args.jobs, **options)

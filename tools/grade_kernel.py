@@ -24,6 +24,11 @@ import struct
 import sys
 
 MAX_MESSAGE = 64 * 2**20  # bytes; a larger answer is refused ("too much data")
+# The only record kinds decode() accepts (anything else is "bad message"), and the only bit
+# generators a "generator" record may name.
+KINDS = ("int", "float", "tuple", "dict", "ndarray", "objarray", "npscalar", "tensor",
+         "generator", "built", "opaque")  # fmt: skip
+BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
 
 
 # --- the codec: plain data only, in both directions ------------------------------------------
@@ -144,6 +149,8 @@ def decode(t, build=None):
     if type(t) is not dict:
         raise ValueError(f"bad message: {type(t).__name__}")
     kind = t.get("t")
+    if kind not in KINDS:
+        raise ValueError(f"bad message: unknown kind {str(kind)[:40]!r}")
     if kind == "int":
         return int(t["v"])
     if kind == "float":
@@ -170,7 +177,10 @@ def decode(t, build=None):
         import numpy as np
 
         state = decode(t["state"], build)
-        bitgen = getattr(np.random, str(state["bit_generator"]))()
+        name = state.get("bit_generator") if isinstance(state, dict) else None
+        if name not in BIT_GENERATORS:  # never getattr on a name the notebook chose
+            raise ValueError(f"bad message: unknown bit generator {str(name)[:40]!r}")
+        bitgen = getattr(np.random, name)()
         bitgen.state = state
         return np.random.Generator(bitgen)
     if kind == "built":
@@ -179,7 +189,7 @@ def decode(t, build=None):
         return build(t["factory"], decode(t["kwargs"], build))
     if kind == "opaque":
         return _opaque(str(t.get("type", "object")), str(t.get("repr", ""))[:300])
-    raise ValueError(f"bad message: unknown kind {kind!r}")
+    raise AssertionError(kind)  # every kind of KINDS is decoded above
 
 
 # --- framing ------------------------------------------------------------------------------------
@@ -230,13 +240,17 @@ def _error(exc: BaseException) -> dict:
     return {"type": str(type(exc).__name__)[:80], "message": message}
 
 
-def serve(fd_in: int, fd_out: int) -> None:
+def _shell():
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
     config = Config()
     config.HistoryManager.enabled = False  # no sqlite file, no saving thread: a quick exit
-    shell = InteractiveShell.instance(config=config)
+    return InteractiveShell.instance(config=config)
+
+
+def serve(fd_in: int, fd_out: int, shell=None) -> None:
+    shell = shell or _shell()
     while True:
         try:
             request = receive(fd_in)
@@ -284,8 +298,25 @@ def _states(args, kwargs) -> list:
 
 
 def main(config_path: str) -> None:
+    """Enter the sandbox and serve. Descriptors 0-2 are /dev/null (the grader passes no log):
+    a failure before serving is reported over the protocol pipe as ``{"fatal": ...}``."""
     with open(config_path) as fh:
         config = json.load(fh)
+    try:
+        _start(config)
+        shell = _shell()
+    except BaseException:
+        import contextlib
+        import traceback
+
+        with contextlib.suppress(BaseException):
+            receive(config["fd_in"])  # the grader's first request, answered with the failure
+            send(config["fd_out"], {"fatal": traceback.format_exc()[-2000:]})
+        os._exit(70)
+    serve(config["fd_in"], config["fd_out"], shell)
+
+
+def _start(config: dict) -> None:
     if config.get("sandbox"):
         from grade_sandbox import enter  # only inside the sandbox
 
@@ -297,17 +328,6 @@ def main(config_path: str) -> None:
     for name, value in config.get("rlimits", {}).items():
         limit = getattr(resource, name)
         resource.setrlimit(limit, (value, value))
-    diagnostics = os.dup(2)  # the grader's log, for errors of this file only
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):  # the student's prints and warnings go nowhere
-        os.dup2(null, fd)
-    try:
-        serve(config["fd_in"], config["fd_out"])
-    except BaseException:
-        import traceback
-
-        os.write(diagnostics, traceback.format_exc()[-4000:].encode())
-        raise
 
 
 if __name__ == "__main__":

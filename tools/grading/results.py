@@ -5,6 +5,7 @@ class CSV an instructor gets (one row per notebook).
 from __future__ import annotations
 
 import csv
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,26 @@ class Result:
         )
 
 
+# Characters that redraw or reorder a terminal line (or a spreadsheet cell): C0/C1 controls,
+# DEL, and the bidirectional overrides and isolates.
+_BIDI = set("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def clean(text: object, keep_newlines: bool = False) -> str:
+    """``text`` with every control character shown as an escape (``\\r``, ``\\x1b``, ``\\u202e``):
+    whatever a notebook puts in a message or a file name cannot rewrite the instructor's terminal,
+    CSV or log. Newlines stay only where the caller lays lines out itself (``keep_newlines``)."""
+    out = []
+    for ch in str(text):
+        if ch == "\n" and keep_newlines:
+            out.append(ch)
+        elif unicodedata.category(ch) == "Cc" or ch in _BIDI:
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def _order(ex: str) -> list[int]:
     return [int(x) for x in ex.split(".")]
 
@@ -38,14 +59,14 @@ def _result_from(data: dict) -> Result:
 
 
 def print_summary(r: Result) -> None:
-    print(f"\n{r.notebook}  ({r.lecture or '?'})")
+    print(f"\n{clean(r.notebook)}  ({clean(r.lecture or '?')})")
     if r.error:
-        print(f"  ❌ {r.error}")
+        print(f"  ❌ {clean(r.error)}")
         return
     for ex, (ok, why) in sorted(r.exercises.items(), key=lambda kv: _order(kv[0])):
         print(f"  {'✅' if ok else '❌'} Exercise {ex}" + ("" if ok else ":"))
         if not ok:
-            print("     " + why.replace("\n", "\n     "))
+            print("     " + clean(why, keep_newlines=True).replace("\n", "\n     "))
     if r.uses_course_lib:
         print(f"  ⚠️  imports course_lib in the answer to {', '.join(r.uses_course_lib)}")
     passed = sum(ok for ok, _ in r.exercises.values())
@@ -64,10 +85,11 @@ def write_csv(results: list[Result], out: Path) -> None:
                 for e in ids
             ]
             reasons = "; ".join(
-                f"{e}: {' '.join(why.split())[:300]}"
+                f"{e}: {clean(' '.join(why.split()))[:300]}"
                 for e, (ok, why) in sorted(r.exercises.items(), key=lambda kv: _order(kv[0]))
                 if not ok
             )
-            w.writerow([r.notebook, r.lecture or "", *cells,
+            w.writerow([clean(r.notebook), clean(r.lecture or ""), *cells,
                         sum(ok for ok, _ in r.exercises.values()), len(r.exercises),
-                        r.error or "", " ".join(r.uses_course_lib), reasons, r.seconds])  # fmt: skip
+                        clean(" ".join((r.error or "").split())), " ".join(r.uses_course_lib),
+                        reasons, r.seconds])  # fmt: skip

@@ -16,7 +16,7 @@ from .course import Course, _course
 from .notebook import NotGradable, parse_notebook
 from .plan import imports_course_lib, plan
 from .results import Result, _order, _result_from
-from .sandbox import Aborted, Kernel, sandbox_available
+from .sandbox import DEFAULT_DISK_MB, DEFAULT_MAX_PROCESSES, Aborted, Kernel, sandbox_available
 from .verdict import run_check
 
 DEFAULT_TIMEOUT = 300  # seconds for one notebook (all its cells and checks)
@@ -28,6 +28,8 @@ def grade(
     timeout: float = DEFAULT_TIMEOUT,
     *,
     memory_mb: int = DEFAULT_MEMORY_MB,
+    max_processes: int = DEFAULT_MAX_PROCESSES,
+    disk_mb: int = DEFAULT_DISK_MB,
     hidden_seed: int | None = None,
     sandbox: bool | None = None,
     course: Course | None = None,
@@ -54,7 +56,7 @@ def grade(
         result.notes.append("no sandbox: " + (sandbox_available()[1] or "disabled"))
     seed = secrets.randbelow(2**31 - 1) + 1 if hidden_seed is None else hidden_seed
     try:
-        kernel = Kernel(course, timeout, memory_mb, sandbox)
+        kernel = Kernel(course, timeout, memory_mb, sandbox, max_processes, disk_mb)
     except OSError as exc:  # no temporary space, no process: the grader's problem, said so
         result.error = f"not gradable: could not start a Python process for it ({exc})"
         return result

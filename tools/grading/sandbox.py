@@ -1,6 +1,7 @@
-"""The student's process: a fresh IPython (``tools/grade_kernel.py``) in its own temporary folder,
-with a private read-only copy of ``course_lib``, private HOME and configuration, resource limits
-and, on Linux with user namespaces, a new root file system, no network, no capabilities.
+"""The student's process: a fresh IPython (``tools/grade_kernel.py``) with a private read-only
+copy of ``course_lib``, private HOME and configuration, per-process and group limits and, on
+Linux, the sandbox of ``tools/grade_sandbox.py`` (namespaces, a new root file system, never host
+root). It inherits only its two protocol pipes; it reports its own start-up failure over them.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import select
 import shutil
 import signal
@@ -22,6 +24,10 @@ from pathlib import Path
 from tools import grade_kernel
 
 from .course import Course
+from .limits import Group, group_limits
+
+DEFAULT_MAX_PROCESSES = 64  # processes and threads of one notebook, together
+DEFAULT_DISK_MB = 128  # all its writable space (HOME, working folder, /tmp, /dev/shm)
 
 
 class Aborted(BaseException):  # not an Exception: checks must not catch it
@@ -29,26 +35,42 @@ class Aborted(BaseException):  # not an Exception: checks must not catch it
 
 
 _SANDBOX: dict = {}  # "ok": bool, "why": str — probed once per grader process
+_TOOLS = Path(__file__).resolve().parents[1]
 
 
 def sandbox_available() -> tuple[bool, str]:
+    """Can this machine build the sandbox (namespaces: as root, or in a user namespace)?"""
     if "ok" not in _SANDBOX:
         ok, why = False, ""
-        if sys.platform != "linux" or not shutil.which("unshare"):
-            why = "needs Linux and util-linux's unshare"
+        if sys.platform != "linux":
+            why = "needs Linux namespaces"
         else:
-            cmd = [*_UNSHARE, "true"]
+            code = f"import sys; sys.path.insert(0, {str(_TOOLS)!r}); import grade_sandbox; grade_sandbox.probe()"
             try:
-                r = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
-                ok, why = r.returncode == 0, r.stderr.strip()[:200]
+                r = subprocess.run([sys.executable, "-S", "-E", "-s", "-c", code],
+                                   capture_output=True, text=True, timeout=20)  # fmt: skip
+                ok, why = r.returncode == 0, (r.stderr.strip().splitlines() or [""])[-1][:200]
             except (OSError, subprocess.SubprocessError) as exc:
                 why = str(exc)
         _SANDBOX.update(ok=ok, why=why)
     return _SANDBOX["ok"], _SANDBOX["why"]
 
 
-_UNSHARE = ["unshare", "--user", "--map-root-user", "--net", "--mount", "--pid", "--fork",
-            "--kill-child"]  # fmt: skip
+def isolation() -> str:
+    """One line for the instructor: what isolates and limits a notebook on this machine."""
+    ok, why = sandbox_available()
+    if not ok:
+        return (f"no sandbox ({why or 'unavailable'}): notebooks run with your own rights, files "
+                "and network, bounded only per process; verdicts are still computed by the grader")  # fmt: skip
+    who = (f"as an unprivileged uid of its own ({SANDBOX_UIDS[0]}+, not host root)"
+           if os.geteuid() == 0 else f"as your uid {os.getuid()} (uid 0 of a user namespace)")  # fmt: skip
+    return (f"sandbox: each notebook runs {who}; new mount, PID, network, IPC and UTS "
+            f"namespaces; group limits by {group_limits()}")  # fmt: skip
+
+
+# When the grader is root, each sandbox runs as a uid (and gid) of its own from this range:
+# unprivileged, unused on ordinary machines, distinct between notebooks graded at once.
+SANDBOX_UIDS = (1_700_000_000, 1_800_000_000)
 
 
 def _paths_python_needs() -> list[str]:
@@ -66,8 +88,10 @@ def _paths_python_needs() -> list[str]:
 class Kernel:
     """One student's IPython process, in its own temporary folder (and sandbox when available)."""
 
-    def __init__(self, course: Course, timeout: float, memory_mb: int, sandbox: bool):
+    def __init__(self, course: Course, timeout: float, memory_mb: int, sandbox: bool,
+                 max_processes: int = DEFAULT_MAX_PROCESSES, disk_mb: int = DEFAULT_DISK_MB):  # fmt: skip
         self.timeout, self.deadline = timeout, time.monotonic() + timeout
+        self.memory_mb, self.group = memory_mb, None
         self.tmp = Path(tempfile.mkdtemp(prefix="grade-"))
         box = self.tmp / "box"
         lib, home, work = box / "lib", box / "home", box / "work"
@@ -76,10 +100,7 @@ class Kernel:
             (lib / rel).write_bytes(data)
         for name, data in course.kernel_files.items():
             (lib / name).write_bytes(data)
-        for d in (home / ".ipython", home / ".jupyter", home / ".config", home / ".cache", work,
-                  box / "tmp"):  # fmt: skip
-            d.mkdir(parents=True)
-        (self.tmp / "root").mkdir()
+        writable = [home / ".ipython", home / ".jupyter", home / ".config", home / ".cache", work]
         to_kernel_r, self._to_kernel = os.pipe()
         self._from_kernel, from_kernel_w = os.pipe()
         config = {
@@ -91,22 +112,36 @@ class Kernel:
             "rlimits": {
                 "RLIMIT_AS": memory_mb * 2**20,
                 "RLIMIT_CPU": int(timeout) + 30,
-                "RLIMIT_FSIZE": 256 * 2**20,
+                "RLIMIT_FSIZE": disk_mb * 2**20,
                 "RLIMIT_CORE": 0,
             },
         }
         if sandbox:
+            # Per uid, and the uid is the sandbox's own: it counts this notebook's processes
+            # and threads only (without a sandbox it would count all of the instructor's).
+            config["rlimits"]["RLIMIT_NPROC"] = max_processes
+            self.group = Group.make(memory_mb, max_processes)
+            uid = secrets.randbelow(SANDBOX_UIDS[1] - SANDBOX_UIDS[0]) + SANDBOX_UIDS[0]
             config["sandbox"] = {
                 "root": str(self.tmp / "root"),
                 "ro": _paths_python_needs(),
-                "rw": [str(box)],
-                "ro_inside": [str(lib)],
+                "lib": str(lib),
+                "box": str(box),
+                "writable": [str(p) for p in writable],
+                "disk_mb": disk_mb,
+                "uid": uid,
+                "gid": uid,
+                "cgroups": self.group.procs if self.group else [],
             }
+            (self.tmp / "root").mkdir()
+            for p in (box, self.tmp):  # the sandbox's uid binds nothing, but reads its lib
+                p.chmod(0o711)
         else:
-            for p in lib.rglob("*"):  # read-only for a non-root user (root ignores it)
-                p.chmod(0o555 if p.is_dir() else 0o444)
-        (self.tmp / "config.json").write_text(json.dumps(config))
+            for d in [*writable, box / "tmp"]:
+                d.mkdir(parents=True)
         (lib / "config.json").write_text(json.dumps(config))
+        for p in [lib, *lib.rglob("*")]:  # readable by the sandbox's uid, writable by none
+            p.chmod(0o555 if p.is_dir() else 0o444)
         env = {
             "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
             "HOME": str(home),
@@ -127,16 +162,16 @@ class Kernel:
         }
         cmd = [sys.executable, "-S", "-E", "-s", "-B", str(lib / "grade_kernel.py"),
                str(lib / "config.json")]  # fmt: skip
-        if sandbox:
-            cmd = [*_UNSHARE, "--", *cmd]
-        self._log = open(self.tmp / "kernel.log", "wb")  # closed in close()
+        # The kernel inherits no descriptor but its two pipes: no log, no terminal (it reports
+        # its own start-up errors over the pipe).
         self.proc = subprocess.Popen(
             cmd,
             pass_fds=(to_kernel_r, from_kernel_w),
+            close_fds=True,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=self._log,
+            stderr=subprocess.DEVNULL,
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )
@@ -157,6 +192,8 @@ class Kernel:
             raise Aborted(f"the notebook's process sent garbage ({str(exc)[:80]})") from None
         if not isinstance(reply, dict):
             raise Aborted("the notebook's process sent garbage")
+        if "fatal" in reply:  # the kernel could not start (or the notebook says so: same thing)
+            raise Aborted(f"the notebook's process failed: {str(reply['fatal'])[-300:]}")
         if "toolarge" in reply:
             raise Aborted("the answer was too large to send (more than 64 MB)")
         return reply
@@ -181,16 +218,18 @@ class Kernel:
         except subprocess.TimeoutExpired:
             self.kill()
             return "the notebook's process stopped answering"
-        log = (self.tmp / "kernel.log").read_text(errors="replace").strip().splitlines()
-        tail = f" ({log[-1][:160]})" if log else ""
         how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
-        if code == 137 or code == -9:
+        if self.group is not None and self.group.memory_hit():
+            how += f", its processes reached their memory limit ({self.memory_mb} MB together)"
+        elif code in (137, -9):
             how += ", e.g. out of memory"
-        return f"the kernel died ({how}){tail}"
+        return f"the kernel died ({how})"
 
     def kill(self) -> None:
         with contextlib.suppress(OSError):
             os.killpg(self.proc.pid, signal.SIGKILL)
+        if self.group is not None:  # also what left the process group (setsid)
+            self.group.kill_all()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=10)
 
@@ -202,7 +241,12 @@ class Kernel:
         self.kill()  # ... or is killed with everything it started
         with contextlib.suppress(OSError):
             os.close(self._from_kernel)
-        self._log.close()
+        if self.group is not None:
+            self.group.remove()
+        for p in self.tmp.rglob("*"):  # the read-only library, deletable again
+            if p.is_dir() and not p.is_symlink():
+                with contextlib.suppress(OSError):
+                    p.chmod(0o700)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 

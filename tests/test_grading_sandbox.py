@@ -1,0 +1,377 @@
+"""The grader's sandbox against attacks on the machine, on classmates and on the instructor (issue 29).
+
+Each attack is written into a SOLVED lecture-01 notebook whose extra cell tries it and, if it
+worked (or did anything unexpected), sabotages its own answers (every later cell becomes
+``pass``). So a notebook that passes every exercise is proof, seen only through the grader's
+verdict, that the attack ran to its end and failed — and that the sandbox still grades normal
+work. The class is graded with ``python -m tools.grade`` as the grader runs for instructors:
+as root (CI and containers) and, when the tests run as root, also as an unprivileged uid.
+
+Fast tests: the escaping of control characters and the codec's allow-list.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from tools import grade_kernel
+from tools.grading.limits import group_limits
+from tools.grading.results import Result, clean, print_summary, write_csv
+from tools.grading.sandbox import sandbox_available
+
+ROOT = Path(__file__).resolve().parents[1]
+STUB = ROOT / "exercises" / "01_softmax.ipynb"
+SOLUTION = ROOT / "solutions" / "01_softmax.ipynb"
+IDS = ("1.1", "1.2", "1.3", "1.4")
+USER_UID = 54321  # no account needed: the grader runs as this uid, with HOME in its own folder
+
+# --- fast: what the grader prints and decodes ---------------------------------------------------
+
+
+def test_control_characters_are_escaped_in_the_summary_and_the_csv(tmp_path, capsys):
+    evil = "\r\x1b[2K  ✅ Exercise 1.1\x1b[0m\u202e\x07"
+    r = Result(f"01_{evil}.ipynb", "01_softmax", {"1.1": (False, f"raised {evil}\nline two")},
+               notes=[evil])  # fmt: skip
+    print_summary(r)
+    out = tmp_path / "grades.csv"
+    write_csv([r, Result(evil, None, error=f"not gradable: {evil}")], out)
+    for text in (capsys.readouterr().out, out.read_text()):
+        assert not any(ch in text for ch in "\r\x1b\x07\u202e"), repr(text)
+        assert "\\r\\x1b[2K" in text and "\\u202e" in text
+    assert clean("a\nb") == "a\\nb" and clean("a\nb", keep_newlines=True) == "a\nb"
+
+
+def test_only_listed_records_and_bit_generators_are_decoded():
+    rng = np.random.default_rng(3)
+    assert grade_kernel.decode(grade_kernel.encode(rng)).random() == rng.random()
+    forged = grade_kernel.encode(rng)
+    forged["state"]["v"][0][1] = "__class__"  # {"bit_generator": <a name of the notebook's>}
+    with pytest.raises(ValueError, match="unknown bit generator"):
+        grade_kernel.decode(forged)
+    for kind in ("pickle", "__import__", None):
+        with pytest.raises(ValueError, match="unknown kind"):
+            grade_kernel.decode({"t": kind, "v": "os"})
+
+
+# --- attack notebooks -------------------------------------------------------------------------
+
+HOST_NAME = socket.gethostname()
+
+ATTACKS = {
+    # Host root and the kernel's tunables: refused (the student is not host uid 0, /proc/sys
+    # is read-only); the host name is not the host's (a new UTS namespace). Files are only
+    # opened for writing, never written.
+    "proc_writes": f"""
+        for p in ['/proc/sys/kernel/core_pattern', '/proc/sys/kernel/hostname',
+                  '/proc/sys/vm/drop_caches', '/proc/sysrq-trigger', '/proc/sys/kernel/sysrq']:
+            try:
+                open(p, 'w').close()
+                BROKEN.append('opened ' + p)
+            except OSError as e:
+                if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT):
+                    BROKEN.append(repr(e))
+        for line in open('/proc/self/uid_map'):
+            inside, outside, count = map(int, line.split())
+            if inside <= os.getuid() < inside + count and outside + os.getuid() - inside == 0:
+                BROKEN.append('host root')
+        if os.uname().nodename == {HOST_NAME!r}:
+            BROKEN.append('the host name is the host UTS namespace')
+    """,
+    # Processes and threads: a fork bomb, then 300 threads; all bounded by the group limit.
+    "fork_bomb": """
+        import signal, threading, time
+        if os.fork() == 0:
+            try:
+                while True:
+                    try:
+                        os.fork()
+                    except OSError:
+                        time.sleep(0.05)
+            finally:
+                os._exit(0)
+        time.sleep(3)
+        procs = sum(name.isdigit() for name in os.listdir('/proc'))
+        os.kill(-1, signal.SIGKILL)  # everything else in this PID namespace
+        time.sleep(0.5)
+        while True:
+            try:
+                if os.waitpid(-1, os.WNOHANG) == (0, 0):
+                    time.sleep(0.1)
+            except ChildProcessError:
+                break
+        pid = os.fork()  # the threads in a child: their stacks and arenas die with it
+        if pid == 0:
+            ev, threads = threading.Event(), []
+            try:
+                for _ in range(300):
+                    t = threading.Thread(target=ev.wait)
+                    t.start()
+                    threads.append(t)
+            except RuntimeError:
+                pass
+            finally:
+                os._exit(min(len(threads), 255))
+        threads = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        if procs > 64 or not 0 < threads < 64:
+            BROKEN.append(f'{procs} processes, {threads} threads')
+        if procs < 10:
+            BROKEN.append(f'the bomb did not run ({procs} processes)')
+    """,
+    # Memory of the group: three children of 800 MB at once under --memory-mb 1536.
+    "three_children_800mb": """
+        import select, signal, time
+        r, w = os.pipe()
+        kids = []
+        for i in range(3):
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    held = bytearray(b'\\x01') * (800 * 2**20)
+                    os.write(w, b'1')
+                    time.sleep(30)
+                finally:
+                    os._exit(0)
+            kids.append(pid)
+        os.close(w)
+        got, deadline = b'', time.time() + 60
+        while len(got) < 3 and time.time() < deadline:
+            if select.select([r], [], [], 0.5)[0]:
+                chunk = os.read(r, 3)
+                if not chunk:
+                    break
+                got += chunk
+        for pid in kids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            os.waitpid(pid, 0)
+        if len(got) >= 3:
+            BROKEN.append('three children held 2.4 GB at once')
+    """,
+    # Disk: 4 files of 50 MB in each writable place; in all at most the sandbox's tmpfs.
+    "disk_200mb": """
+        written, files = 0, []
+        for d in [os.getcwd(), os.environ['HOME'], '/tmp', '/dev/shm']:
+            for i in range(4):
+                path = f'{d}/blob{i}'
+                files.append(path)
+                try:
+                    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+                    try:
+                        for _ in range(50):
+                            written += os.write(fd, b'\\x02' * 2**20)
+                    finally:
+                        os.close(fd)
+                except OSError as e:
+                    if e.errno not in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+                        BROKEN.append(repr(e))
+        for path in files:
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+        if written >= 200 * 2**20 or written < 50 * 2**20:
+            BROKEN.append(f'{written / 2**20:.0f} MB written')
+    """,
+}
+
+
+def _wrapped(attack: str) -> str:
+    return (
+        "import errno, os\nBROKEN = []\ntry:\n"
+        + textwrap.indent(textwrap.dedent(attack).strip(), "    ")
+        + "\nexcept Exception as exc:\n    BROKEN.append(repr(exc))\n"
+        "if BROKEN:  # the attack worked: every later cell becomes `pass`\n"
+        "    get_ipython().input_transformers_post.append(lambda lines: ['pass\\n'])\n"
+    )
+
+
+def _with_cell(source: str, path: Path = SOLUTION, at: int = 3):
+    nb = copy.deepcopy(nbformat.read(path, as_version=4))
+    nb.cells.insert(at, nbformat.v4.new_code_cell(source))
+    return nb
+
+
+SHM_KEY = 0x5EED29
+_SHM = (
+    "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+    "libc.shmat.restype = ctypes.c_void_p\nlibc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]\n"
+)
+# ... the classmate's untouched notebook runs whatever it finds there in every answer cell.
+SHM_READER = _SHM + (
+    f"shm = libc.shmget({SHM_KEY}, 0, 0)\n"
+    "if shm >= 0:\n"
+    "    exec(ctypes.string_at(libc.shmat(shm, None, 0)).decode())\n"
+)
+
+
+def _shm_notebooks():
+    """The solved notebook posts its answers in SysV shared memory (and leaves the segment)."""
+    solved = nbformat.read(SOLUTION, as_version=4)
+    answers = "\n".join(
+        c.source
+        for c in solved.cells
+        if c.cell_type == "code" and ("def " in c.source or "dims" in c.source)
+    )
+    writer = _SHM + (
+        f"data = {answers!r}.encode()\n"
+        f"shm = libc.shmget({SHM_KEY}, len(data) + 1, 0o1666)\n"  # IPC_CREAT | 0666
+        "ctypes.memmove(libc.shmat(shm, None, 0), data, len(data))\n"
+    )
+    reader = nbformat.read(STUB, as_version=4)
+    for cell in reader.cells:
+        if 'raise NotImplementedError("Exercise' in cell.source:
+            cell.source = SHM_READER
+    return _with_cell(writer), reader
+
+
+def _host_shm_keys() -> set[int]:
+    lines = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    return {int(line.split()[0]) for line in lines}
+
+
+FORGERY = """
+import os
+for fd in range(256):
+    try:
+        if not os.readlink(f'/proc/self/fd/{fd}').startswith('pipe:'):
+            os.write(fd, b'\\n  FORGED 4/4 exercises passed\\n' * 10000)
+    except OSError:
+        pass
+os._exit(1)
+"""
+ESCAPES = (
+    "def stable_softmax(x):\n    raise ValueError('\\r\\x1b[2K  ✅ Exercise 1.1 passed\\x1b[0m')"
+)
+
+
+def _class(folder: Path, with_memory: bool) -> list[Path]:
+    paths = []
+    for name, attack in ATTACKS.items():
+        if name == "three_children_800mb" and not with_memory:
+            continue
+        paths.append(_save(folder / f"01_{name}.ipynb", _with_cell(_wrapped(attack))))
+    writer, reader = _shm_notebooks()
+    paths.append(_save(folder / "01_shm_a_writer.ipynb", writer))
+    paths.append(_save(folder / "01_shm_b_reader.ipynb", reader))
+    paths.append(_save(folder / "01_forged_log.ipynb", _with_cell(FORGERY, STUB)))
+    escapes = nbformat.read(SOLUTION, as_version=4)
+    cell = next(c for c in escapes.cells if "def stable_softmax" in c.source)
+    cell.source = ESCAPES
+    paths.append(_save(folder / "01_escapes\x1b[32m\r.ipynb", escapes))
+    return paths
+
+
+def _save(path: Path, nb) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(nb))
+    path.chmod(0o644)
+    return path
+
+
+def _as_user_prefix(uid: int) -> list[str]:
+    """A command prefix that runs as ``uid`` (no groups, no capabilities) where the Python
+    installation and this repository are reachable: folders on their paths that others may not
+    enter (e.g. /root) are replaced, in a private mount namespace, by a tmpfs holding only them."""
+    script, k = [], 0
+    for target in {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, ROOT)}:
+        parts = Path(target).parts
+        for i in range(1, len(parts) - 1):
+            closed = Path(*parts[: i + 1])
+            if not os.stat(closed).st_mode & stat.S_IXOTH:
+                keep = Path(*parts[: i + 2])
+                script += [f"mkdir -p /tmp/.keep{k} && mount --rbind '{keep}' /tmp/.keep{k}",
+                           f"mountpoint -q '{closed}' || mount -t tmpfs -o mode=755 tmpfs '{closed}'",
+                           f"mkdir -p '{keep}' && mount --move /tmp/.keep{k} '{keep}' && rmdir /tmp/.keep{k}"]  # fmt: skip
+                k += 1
+                break
+    script.append(f'exec setpriv --reuid={uid} --regid={uid} --clear-groups --inh-caps=-all "$@"')
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-ec", "; ".join(script), "-"]
+
+
+def _grade(paths: list[Path], out: Path, prefix: list[str], *args: str) -> tuple[str, dict]:
+    cmd = [*prefix, sys.executable, "-m", "tools.grade", *map(str, paths), "--csv", str(out),
+           "--timeout", "120", *args]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(out.parent)}
+    r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    assert out.exists(), r.stdout + r.stderr
+    rows = {Path(row["notebook"]).name: row for row in csv.DictReader(out.open(newline=""))}
+    return r.stdout + r.stderr, rows
+
+
+MODES = ["root", "user"] if os.geteuid() == 0 else ["user"]
+
+
+@pytest.fixture(scope="module", params=MODES)
+def graded(request):
+    if not sandbox_available()[0]:
+        pytest.skip("no sandbox on this machine")
+    folder = Path(tempfile.mkdtemp(prefix="attacks-"))
+    folder.chmod(0o777)  # the unprivileged grader writes its CSV here
+    try:
+        prefix = _as_user_prefix(USER_UID) if request.param == "user" and os.geteuid() == 0 else []
+        # A group memory limit needs a cgroup: the root grader makes one here; as a user it
+        # does only where cgroups are delegated, and otherwise says so (INSTRUCTORS.md).
+        with_memory = request.param == "root" and group_limits().startswith("cgroup")
+        before = _host_shm_keys()
+        paths = _class(folder / "class", with_memory)
+        # sequentially (--jobs 1): the reader is graded after the writer
+        text, rows = _grade(paths, folder / "grades.csv", prefix, "--jobs", "1",
+                            "--memory-mb", "1536")  # fmt: skip
+        yield {"text": text, "rows": rows, "mode": request.param, "shm": _host_shm_keys() - before,
+               "with_memory": with_memory}  # fmt: skip
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _verdicts(row) -> tuple:
+    return tuple(row[f"exercise {e}"] for e in IDS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_the_attack_fails_and_the_notebook_is_still_graded(graded, attack):
+    if attack == "three_children_800mb" and not graded["with_memory"]:
+        pytest.skip(f"no group memory limit without a cgroup ({graded['mode']})")
+    row = graded["rows"][f"01_{attack}.ipynb"]
+    assert _verdicts(row) == ("pass",) * 4, (row, graded["text"][-3000:])
+
+
+@pytest.mark.slow
+def test_no_channel_between_students_through_sysv_shared_memory(graded):
+    rows = graded["rows"]
+    assert _verdicts(rows["01_shm_a_writer.ipynb"]) == ("pass",) * 4, rows
+    reader = rows["01_shm_b_reader.ipynb"]
+    assert _verdicts(reader) == ("fail",) * 4, reader
+    assert "not defined" in reader["reasons"]
+    assert SHM_KEY not in graded["shm"], "the segment outlived grading on the host"
+
+
+@pytest.mark.slow
+def test_the_log_cannot_be_forged_and_output_is_escaped(graded):
+    rows, text = graded["rows"], graded["text"]
+    forged = rows["01_forged_log.ipynb"]
+    assert _verdicts(forged) == ("fail",) * 4
+    assert "the kernel died (exit code 1)" in forged["reasons"], forged
+    assert "FORGED" not in text and "FORGED" not in json.dumps(rows)
+    escaped = next(r for name, r in rows.items() if name.startswith("01_escapes"))
+    assert escaped["exercise 1.1"] == "fail" and "\\x1b[2K" in escaped["reasons"]
+    for shown in (text, json.dumps(rows, ensure_ascii=False)):
+        assert "\x1b" not in shown and "\r" not in shown
+    assert "01_escapes\\x1b[32m\\r.ipynb" in text

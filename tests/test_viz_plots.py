@@ -280,3 +280,11 @@ def test_annotation_colour_follows_the_map_not_the_value():
     viridis = plot_heatmap(w, annotate=True)
     assert [t.get_color() for t in blues.texts] == ["black", "white"]
     assert [t.get_color() for t in viridis.texts] == ["white", "black"]
+
+
+def test_a_large_heatmap_stays_page_sized():
+    # 40 x 40 cells at half an inch each would be a 22.5 x 19.5 inch figure.
+    ax = plot_heatmap(np.ones((40, 40)))
+    assert tuple(ax.figure.get_size_inches()) == (9.0, 7.5)
+    ax = plot_heatmap(np.ones((2, 3)))
+    assert tuple(ax.figure.get_size_inches()) == pytest.approx((4.0, 2.4))

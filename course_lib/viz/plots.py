@@ -80,8 +80,9 @@ def plot_heatmap(
     ):
         if labels is not None and len(check_token_sequence(labels, name)) != size:
             raise ValueError(f"{name} has {len(labels)} labels but the matrix has {size} there")
-    if ax is None:
-        _, ax = plt.subplots(figsize=(0.5 * m.shape[1] + 2.5, 0.45 * m.shape[0] + 1.5))
+    if ax is None:  # about half an inch per cell, but never wider than a page (9 x 7.5 inches)
+        size = (min(0.5 * m.shape[1] + 2.5, 9.0), min(0.45 * m.shape[0] + 1.5, 7.5))
+        _, ax = plt.subplots(figsize=size)
     im = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
     if x_labels is not None:
         ax.set_xticks(range(m.shape[1]), labels=list(x_labels), rotation=60, ha="right")

@@ -118,7 +118,6 @@ def train_step(
     return loss.item()
 
 
-
 def _progress_bar(steps: int, desc: str | None, progress: bool):
     """A tqdm bar over ``range(steps)`` and, in a notebook, the display handle of its widget.
 
@@ -137,6 +136,7 @@ def _progress_bar(steps: int, desc: str | None, progress: bool):
 
     bar.displayed = True
     return bar, display(bar.container, display_id=True)
+
 
 def train(
     model: nn.Module,

@@ -28,6 +28,7 @@ from .._validation import (
     checkpoint_path,
 )
 from ..data.chat import END_OF_TURN, render_chat
+from ..tokenization import BPETokenizer
 from .generation import generate
 from .gpt import GPT, GPTConfig, load_tiny_gpt
 from .lora import apply_lora, merge_lora
@@ -144,7 +145,7 @@ def sequence_logprobs(model: nn.Module, ids: torch.Tensor, loss_mask: torch.Tens
 
 @torch.no_grad()
 def generate_replies(
-    model: nn.Module, tokenizer, prompts: Sequence[str], max_new_tokens: int = 24
+    model: nn.Module, tokenizer: BPETokenizer, prompts: Sequence[str], max_new_tokens: int = 24
 ) -> list[str]:
     """The model's greedy reply to each user message (one-turn conversations), decoded.
 

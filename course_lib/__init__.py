@@ -10,12 +10,16 @@ from .attention import *  # noqa: F403
 from .bleu import *  # noqa: F403
 from .causal_attention import *  # noqa: F403
 from .chunked_attention import *  # noqa: F403
+from .data.chat import *  # noqa: F403
 from .grouped_query import *  # noqa: F403
 from .head_patterns import *  # noqa: F403
 from .layers import *  # noqa: F403
+from .models.assistant import *  # noqa: F403
 from .models.bert import *  # noqa: F403
+from .models.dpo import *  # noqa: F403
 from .models.generation import *  # noqa: F403
 from .models.gpt import *  # noqa: F403
+from .models.lora import *  # noqa: F403
 from .models.modern import *  # noqa: F403
 from .models.ngram import *  # noqa: F403
 from .multihead import *  # noqa: F403

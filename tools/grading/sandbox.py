@@ -45,10 +45,9 @@ def sandbox_available() -> tuple[bool, str]:
         if sys.platform != "linux":
             why = "needs Linux namespaces"
         else:
-            code = f"import sys; sys.path.insert(0, {str(_TOOLS)!r}); import grade_sandbox; grade_sandbox.probe()"
+            probe = [sys.executable, "-S", "-E", "-s", str(_TOOLS / "grade_sandbox.py"), "probe"]
             try:
-                r = subprocess.run([sys.executable, "-S", "-E", "-s", "-c", code],
-                                   capture_output=True, text=True, timeout=20)  # fmt: skip
+                r = subprocess.run(probe, capture_output=True, text=True, timeout=20)
                 ok, why = r.returncode == 0, (r.stderr.strip().splitlines() or [""])[-1][:200]
             except (OSError, subprocess.SubprocessError) as exc:
                 why = str(exc)

@@ -3,6 +3,7 @@
 This file runs in its own process (``python -S grade_kernel.py CONFIG``), started by the grader
 inside a sandbox. It talks to the grader over two pipes with length-prefixed JSON messages:
 
+- ``{"op": "ping"}``: ready? -> ``{"ok": true}``;
 - ``{"op": "run", "code": ...}``: run a notebook cell with IPython -> ``{"error": ...}``;
 - ``{"op": "get", "name": ...}``: what the student's name holds (a function, a value, nothing);
 - ``{"op": "call", "name": ..., "args": [...], "kwargs": {...}}``: call the student's function.
@@ -258,7 +259,9 @@ def serve(fd_in: int, fd_out: int, shell=None) -> None:
             os._exit(0)
         op = request.get("op")
         try:
-            if op == "run":
+            if op == "ping":  # ready (the grader times the start-up with it)
+                send(fd_out, {"ok": True})
+            elif op == "run":
                 result = shell.run_cell(request["code"], store_history=True)
                 exc = result.error_before_exec or result.error_in_exec
                 send(fd_out, {"error": None if exc is None else _error(exc)})

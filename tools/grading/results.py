@@ -19,6 +19,7 @@ class Result:
     uses_course_lib: list[str] = field(default_factory=list)  # exercises whose answer imports it
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    stages: dict[str, float] = field(default_factory=dict)  # wall seconds: start-up, imports, ...
 
     @property
     def all_passed(self) -> bool:

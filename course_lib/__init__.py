@@ -25,11 +25,15 @@ from .timing import *  # noqa: F403
 # The torch half, imported on first use: the modules whose __all__ is re-exported lazily.
 _TORCH_MODULES = (
     "causal_attention",
+    "data.chat",
     "grouped_query",
     "layers",
+    "models.assistant",
     "models.bert",
+    "models.dpo",
     "models.generation",
     "models.gpt",
+    "models.lora",
     "models.modern",
     "models.ngram",
     "rmsnorm",

@@ -139,9 +139,9 @@ def student_clone(tmp_path_factory) -> Path:
     (clone / "scratch" / "play.py").write_text("import numpy as np\nx=np.random.rand(3)\n")
     # A copy in my-work/, answered there.
     start = _run(["make", "--no-print-directory", "start", "NB=01"], clone)
-    assert start.returncode == 0 and "my-work/01_softmax.ipynb" in start.stdout, start
+    assert start.returncode == 0 and "my-work/01_softmax_exercises.ipynb" in start.stdout, start
     _answer_in_place(
-        clone / "my-work" / "01_softmax.ipynb", ROOT / "solutions" / "01_softmax.ipynb"
+        clone / "my-work" / "01_softmax_exercises.ipynb", ROOT / "solutions" / "01_softmax.ipynb"
     )
     assert _run([py, "-m", "ruff", "check", "--quiet", "."], clone).returncode != 0
     return clone
@@ -177,7 +177,9 @@ def test_make_test_passes_and_changes_no_student_file(student_clone):
     assert after == status
 
 
-@pytest.mark.parametrize("where", ["exercises/01_softmax.ipynb", "my-work/01_softmax.ipynb"])
+@pytest.mark.parametrize(
+    "where", ["exercises/01_softmax.ipynb", "my-work/01_softmax_exercises.ipynb"]
+)
 def test_make_grade_works_where_the_student_answers(student_clone, where):
     out = _run(["make", "--no-print-directory", "-o", ".venv/.installed", "grade", f"NB={where}"],
                student_clone, timeout=600)  # fmt: skip

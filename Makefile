@@ -48,8 +48,9 @@ format: $(STAMP)
 unit: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow" tests
 
+SLOW_TESTS ?= tests
 slow: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist loadfile -m slow tests
+	$(PY) -m pytest -q -n 2 --dist loadfile -m slow $(SLOW_TESTS)
 
 # Maintainers: every mutant of tools/mutate.py must make a test fail (not part of `make test`).
 mutants: $(STAMP)

@@ -17,10 +17,23 @@ import tempfile
 import time
 from pathlib import Path
 
+from _browser import Browser
+
 from tools.in_clean_clone import private_home
 
 ROOT = Path(__file__).resolve().parents[1]
 URL = re.compile(r"Open the course at: (http://127\.0\.0\.1:(\d+)/\S+\?token=(\w+))")
+KERNEL_IDLE_JS = """(() => {
+  const nb = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook');
+  const status = document.querySelector('.jp-Notebook-ExecutionIndicator');
+  return !!nb && !!status && status.getAttribute('data-status') === 'idle';
+})()"""
+FIRST_CELL_JS = """(() => {
+  const c = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell');
+  const r = c.getBoundingClientRect();
+  return [r.right - 40, r.top + 8];  // its text, not the collapser on the left
+})()"""
+TOASTS_JS = "Array.from(document.querySelectorAll('.Toastify__toast')).map(t => t.innerText)"
 
 
 @contextlib.contextmanager
@@ -50,3 +63,27 @@ def lab_process(cmd: list[str], env: dict[str, str] | None = None, cwd: Path = R
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
         shutil.rmtree(home, ignore_errors=True)
+
+
+def press_ctrl_s(browser: Browser) -> None:
+    x, y = browser.evaluate(FIRST_CELL_JS)
+    for kind in ("mousePressed", "mouseReleased"):
+        browser.send("Input.dispatchMouseEvent",
+                     {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1},
+                     browser.session)  # fmt: skip
+    for kind in ("keyDown", "keyUp"):
+        browser.send("Input.dispatchKeyEvent",
+                     {"type": kind, "modifiers": 2, "key": "s", "code": "KeyS",
+                      "windowsVirtualKeyCode": 83, "nativeVirtualKeyCode": 83},
+                     browser.session)  # fmt: skip
+
+
+def open_and_save(browser: Browser, base: str, token: str, notebook: Path, rel: str) -> None:
+    """Open ``rel`` in JupyterLab, wait for its kernel, save it, wait for the file to change."""
+    # ?reset: a fresh workspace, so the previous lecture is not reopened beside it
+    browser.navigate(f"{base}/lab/tree/{rel}?reset&token={token}")
+    browser.wait_for(lambda: browser.evaluate(KERNEL_IDLE_JS), 180, f"{rel} open, kernel idle")
+    browser.pump(2.0)  # the kernel's metadata reaches the notebook model
+    before = notebook.stat().st_mtime_ns
+    press_ctrl_s(browser)
+    browser.wait_for(lambda: notebook.stat().st_mtime_ns != before, 60, f"{rel} saved")

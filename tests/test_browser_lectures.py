@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from _browser import Browser, environment_without_proxies
-from _lab import lab_process
+from _lab import TOASTS_JS, lab_process, open_and_save
 
 from tools.in_clean_clone import private_home
 
@@ -33,47 +33,11 @@ pytestmark = [
     ),
 ]
 
-KERNEL_IDLE_JS = """(() => {
-  const nb = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook');
-  const status = document.querySelector('.jp-Notebook-ExecutionIndicator');
-  return !!nb && !!status && status.getAttribute('data-status') === 'idle';
-})()"""
-FIRST_CELL_JS = """(() => {
-  const c = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell');
-  const r = c.getBoundingClientRect();
-  return [r.right - 40, r.top + 8];  // its text, not the collapser on the left
-})()"""
-TOASTS_JS = "Array.from(document.querySelectorAll('.Toastify__toast')).map(t => t.innerText)"
-
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def press_ctrl_s(browser: Browser) -> None:
-    x, y = browser.evaluate(FIRST_CELL_JS)
-    for kind in ("mousePressed", "mouseReleased"):
-        browser.send("Input.dispatchMouseEvent",
-                     {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1},
-                     browser.session)  # fmt: skip
-    for kind in ("keyDown", "keyUp"):
-        browser.send("Input.dispatchKeyEvent",
-                     {"type": kind, "modifiers": 2, "key": "s", "code": "KeyS",
-                      "windowsVirtualKeyCode": 83, "nativeVirtualKeyCode": 83},
-                     browser.session)  # fmt: skip
-
-
-def open_and_save(browser: Browser, base: str, token: str, notebook: Path, rel: str) -> None:
-    """Open ``rel`` in JupyterLab, wait for its kernel, save it, wait for the file to change."""
-    # ?reset: a fresh workspace, so the previous lecture is not reopened beside it
-    browser.navigate(f"{base}/lab/tree/{rel}?reset&token={token}")
-    browser.wait_for(lambda: browser.evaluate(KERNEL_IDLE_JS), 180, f"{rel} open, kernel idle")
-    browser.pump(2.0)  # the kernel's metadata reaches the notebook model
-    before = notebook.stat().st_mtime_ns
-    press_ctrl_s(browser)
-    browser.wait_for(lambda: notebook.stat().st_mtime_ns != before, 60, f"{rel} saved")
 
 
 def test_opening_and_saving_each_lecture_changes_nothing(chromium, tmp_path):

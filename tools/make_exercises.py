@@ -63,9 +63,13 @@ def make_exercise(solution: nbformat.NotebookNode, name: str) -> nbformat.Notebo
 
 
 def render(nb: nbformat.NotebookNode) -> str:
-    import nbformat
+    """The exercise file's text, in the form JupyterLab saves on opening it (tools/nbbuild.py)."""
+    try:
+        from tools.notebook_form import writes
+    except ImportError:  # run as a script (python tools/make_exercises.py): tools/ is on sys.path
+        from notebook_form import writes
 
-    return nbformat.writes(nb) + "\n"
+    return writes(nb)
 
 
 def main(argv: list[str]) -> int:

@@ -18,6 +18,7 @@ class Result:
     error: str | None = None  # the notebook could not be graded at all
     uses_course_lib: list[str] = field(default_factory=list)  # exercises whose answer imports it
     notes: list[str] = field(default_factory=list)
+    warning: str | None = None  # graded, but e.g. the file name names another lecture
     seconds: float = 0.0
     stages: dict[str, float] = field(default_factory=dict)  # wall seconds: start-up, imports, ...
 
@@ -64,6 +65,8 @@ def print_summary(r: Result) -> None:
     if r.error:
         print(f"  ❌ {clean(r.error)}")
         return
+    if r.warning:
+        print(f"  ⚠️  {clean(r.warning)}")
     for ex, (ok, why) in sorted(r.exercises.items(), key=lambda kv: _order(kv[0])):
         print(f"  {'✅' if ok else '❌'} Exercise {ex}" + ("" if ok else ":"))
         if not ok:
@@ -79,7 +82,7 @@ def write_csv(results: list[Result], out: Path) -> None:
     with out.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["notebook", "lecture", *[f"exercise {e}" for e in ids], "passed", "total",
-                    "error", "uses course_lib", "reasons", "seconds"])  # fmt: skip
+                    "error", "warning", "uses course_lib", "reasons", "seconds"])  # fmt: skip
         for r in results:
             cells = [
                 ("" if e not in r.exercises else "pass" if r.exercises[e][0] else "fail")
@@ -92,5 +95,6 @@ def write_csv(results: list[Result], out: Path) -> None:
             )
             w.writerow([clean(r.notebook), clean(r.lecture or ""), *cells,
                         sum(ok for ok, _ in r.exercises.values()), len(r.exercises),
-                        clean(" ".join((r.error or "").split())), " ".join(r.uses_course_lib),
+                        clean(" ".join((r.error or "").split())),
+                        clean(" ".join((r.warning or "").split())), " ".join(r.uses_course_lib),
                         reasons, r.seconds])  # fmt: skip

@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 NB_DIRS := notebooks solutions
 
 .PHONY: venv lab test check hygiene check-pythons start lint format unit slow notebooks mutants \
-	exercises grade benchmarks clean site slides
+	exercises quizzes grade benchmarks clean site slides
 
 venv: $(STAMP)
 
@@ -71,6 +71,7 @@ check: lint unit slow notebooks
 # solutions, environment.yml from requirements.txt, tidy notebooks, documented public API.
 hygiene: $(STAMP)
 	$(PY) tools/make_exercises.py --check
+	$(PY) -m tools.make_quizzes --check
 	$(PY) tools/sync_environment.py --check
 	$(PY) -m pytest -q tests/test_repo.py
 
@@ -89,6 +90,10 @@ start:
 	if [ -e "$$dest" ]; then echo "$$dest already exists: your work is kept, nothing copied."; \
 	else git show "HEAD:$$src" > "$$dest" 2>/dev/null || cp "$$src" "$$dest"; \
 	echo "Your copy: $$dest  (grade it: make grade NB=$$dest)"; fi
+
+# Render quizzes/NN_topic_quiz.ipynb from course_lib/quizzes/NN_topic.toml (their single source).
+quizzes: $(STAMP)
+	$(PY) -m tools.make_quizzes
 
 # Regenerate exercises/ from solutions/ (the single source of exercise notebooks).
 exercises: $(STAMP)
@@ -113,7 +118,7 @@ site: $(STAMP)
 	$(PY) -m tools.build_site site build/site $(if $(filter 0,$(SOLUTIONS)),--no-solutions)
 
 slides: $(STAMP)
-	$(PY) -m tools.build_site slides build/slides
+	$(PY) -m tools.build_site slides build/slides $(if $(filter 0,$(SOLUTIONS)),--no-solutions)
 
 clean:
 	rm -rf $(VENV) build _site graded

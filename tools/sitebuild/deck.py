@@ -353,12 +353,18 @@ def render_deck(slides: list[Slide], title: str, static: str, home: str) -> str:
     )
 
 
-def build_slides(out: Path, static_dir: Path | None = None, *, log=print) -> list[Path]:
+def build_slides(
+    out: Path, static_dir: Path | None = None, *, solutions: bool = True, log=print
+) -> list[Path]:
     """One deck per lecture (``notebooks/NN_*.ipynb``) in ``out``, and a styled index.
 
     ``static_dir``: the site's ``_static`` folder when the decks are part of the site (KaTeX
-    is already there); None builds a standalone folder with its own ``_static``.
+    is already there); None builds a standalone folder with its own ``_static``. Each deck
+    ends with the lecture's quiz; ``solutions=False`` leaves its answers out of the notes.
     """
+    from .quiz import load_quizzes, quiz_slides
+
+    quizzes = {q.lecture: q for q in load_quizzes()}
     out = Path(out)
     if static_dir is None:
         static_dir = fresh_output(out)
@@ -375,6 +381,8 @@ def build_slides(out: Path, static_dir: Path | None = None, *, log=print) -> lis
         deck = Path(source.stem + ".html")
         title = title_of(nb, source.stem)
         slides = deck_slides(nb)
+        if source.stem in quizzes:
+            slides += quiz_slides(quizzes[source.stem], solutions)
         page = render_deck(slides, title, static, "index.html")
         # Links to other lectures go to their decks; anything else stays a plain link.
         page = re.sub(r'href="(\d\d_[\w-]+)\.ipynb', r'href="\1.html', page)

@@ -51,7 +51,7 @@ _MD = MarkdownIt("commonmark", {"html": True}).enable("table")
 _MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+?\$|\\\(.+?\\\)|\\\[.+?\\\]", re.S)
 
 
-def markdown_html(text: str, inline: bool = False) -> str:
+def markdown_html(text: str, inline: bool = False, md: MarkdownIt = _MD) -> str:
     """Markdown to HTML with the TeX kept verbatim for KaTeX (``_`` in a formula is no emphasis)."""
     stash: list[str] = []
 
@@ -60,7 +60,7 @@ def markdown_html(text: str, inline: bool = False) -> str:
         return f"MATHPLACEHOLDER{len(stash) - 1}X"
 
     protected = _MATH.sub(keep, text)
-    rendered = _MD.renderInline(protected) if inline else _MD.render(protected)
+    rendered = md.renderInline(protected) if inline else md.render(protected)
     return re.sub(r"MATHPLACEHOLDER(\d+)X", lambda m: html.escape(stash[int(m.group(1))]), rendered)
 
 

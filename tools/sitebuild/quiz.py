@@ -15,6 +15,8 @@ import html
 import re
 from pathlib import Path
 
+from markdown_it import MarkdownIt
+
 from course_lib.quiz import Item, Quiz
 from course_lib.quiz import load_quizzes as load_quizzes
 
@@ -35,10 +37,13 @@ def section_anchors(lecture_page_html: str) -> dict[int, tuple[str, str]]:
     return found
 
 
-def _md(text: str) -> str:
+_TEXT = MarkdownIt("commonmark", {"html": False})  # quiz text: "<bos>" is text, not a tag
+
+
+def _md(text: str, inline: bool = True) -> str:
     from .deck import markdown_html
 
-    return markdown_html(text, inline=True)
+    return markdown_html(text, inline=inline, md=_TEXT)
 
 
 def _answer_html(item: Item) -> str:
@@ -127,7 +132,7 @@ def quiz_page(
 
 def quiz_slides(quiz: Quiz, solutions: bool) -> list:
     """The quiz as deck slides: a title slide, then one slide per item (answer in the notes)."""
-    from .deck import Part, Slide, _code_html, _lines, markdown_html
+    from .deck import Part, Slide, _code_html, _lines
 
     slides = [
         Slide(
@@ -144,7 +149,7 @@ def quiz_slides(quiz: Quiz, solutions: bool) -> list:
         )
     ]
     for item in quiz.items:
-        parts = [Part(markdown_html(item.question), _lines(item.question, 60) * 1.4 + 0.4)]
+        parts = [Part(_md(item.question, inline=False), _lines(item.question, 60) * 1.4 + 0.4)]
         if item.code:
             parts.append(Part(_code_html(item.code), _lines(item.code, 95) * 0.95 + 0.6))
         if item.choices:
@@ -156,8 +161,7 @@ def quiz_slides(quiz: Quiz, solutions: bool) -> list:
                 )
             else:
                 rows = "".join(
-                    f'<li><span class="quiz-letter">({c.letter})</span> '
-                    f"{markdown_html(c.text, inline=True)}</li>"
+                    f'<li><span class="quiz-letter">({c.letter})</span> {_md(c.text)}</li>'
                     for c in item.choices
                 )
             weight = sum(_lines(c.text, 60) * 1.4 + 0.3 for c in item.choices)

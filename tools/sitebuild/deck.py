@@ -371,7 +371,10 @@ def build_slides(
     out.mkdir(parents=True, exist_ok=True)
     vendor(REVEAL, static_dir)
     (static_dir / "deck.css").write_text(
-        template("deck.css") + HtmlFormatter().get_style_defs(".deck-code"), encoding="utf-8"
+        template("deck.css")
+        + HtmlFormatter().get_style_defs(".deck-code")
+        + template("contrast.css"),
+        encoding="utf-8",
     )
     (static_dir / "deck.js").write_text(template("deck.js"), encoding="utf-8")
     static = Path(os.path.relpath(static_dir, out)).as_posix() + "/"

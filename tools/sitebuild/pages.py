@@ -200,7 +200,9 @@ def build_site(out: Path, *, solutions: bool = True, slides: bool = True, log=pr
     """
     out = Path(out)
     static_dir = fresh_output(out)
-    (static_dir / "site.css").write_text(template("site.css"), encoding="utf-8")
+    (static_dir / "site.css").write_text(
+        template("site.css") + template("contrast.css"), encoding="utf-8"
+    )
     folders = tuple(d for d in NOTEBOOK_DIRS if solutions or d != "solutions")
     sources = notebook_sources(folders)
     left_out = frozenset(site_path(p) for p in notebook_sources()) - {site_path(p) for p in sources}

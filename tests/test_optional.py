@@ -149,6 +149,7 @@ sys.meta_path = [Hidden if f is importlib.machinery.PathFinder else f for f in s
 """
 
 
+@pytest.mark.slow  # a Python subprocess each
 @pytest.mark.parametrize(
     ("hidden", "code", "needs"),
     [
@@ -168,6 +169,7 @@ def test_a_missing_optional_package_says_which_cell_to_run(hidden, code, needs):
     assert "run the notebook's first cell" in last and "course_lib[lectures]" in last, last
 
 
+@pytest.mark.slow  # a Python subprocess
 def test_the_numpy_half_imports_and_runs_with_torch_blocked():
     """Lectures 01-04, 06 and 10 and their checks need no torch (the browser edition)."""
     out = _run(

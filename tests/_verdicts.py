@@ -92,10 +92,8 @@ def verdicts(path: str) -> dict[str, dict[str, str]]:
 if __name__ == "__main__":
     paths = [a for a in sys.argv[1:] if a != "--block-torch"]
     if "--block-torch" in sys.argv:
-        sys.path.insert(0, str(Path(__file__).parent))
-        import _no_torch
-
-        _no_torch.hide()
+        hide = Path(__file__).with_name("_no_torch.py")  # run as a script: it hides at once
+        exec(compile(hide.read_text(encoding="utf-8"), str(hide), "exec"), {"__name__": "hide"})
     import matplotlib
 
     matplotlib.use("Agg")

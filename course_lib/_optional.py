@@ -109,9 +109,24 @@ def skip_cells_needing_missing(lines: list[str]) -> list[str]:
     return [f"print({skip_note(missing)!r})\n"] if missing else lines
 
 
+def explain_missing(shell, etype, value, tb, tb_offset=None):
+    """IPython handler for ``ModuleNotFoundError``: when the module is a package of the extra
+    (a cell's own ``import torch``, or a course_lib module that imports it), the traceback ends
+    with :class:`MissingPackage`'s paragraph (what to install, which cell to run)."""
+    top = (getattr(value, "name", None) or "").split(".")[0]
+    if top in OPTIONAL and not isinstance(value, MissingPackage):
+        etype, value = MissingPackage, MissingPackage(missing_message(top), name=top)
+    shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+
+
 def install_cell_skipper() -> None:
-    """Register :func:`skip_cells_needing_missing` in the running IPython kernel, if any."""
+    """In the running IPython kernel, if any: register :func:`skip_cells_needing_missing`, and
+    :func:`explain_missing` for a missing package of the extra in every later cell."""
     ipython = sys.modules.get("IPython")  # not imported: not in a kernel, nothing to do
     shell = ipython.get_ipython() if ipython is not None else None
-    if shell is not None and skip_cells_needing_missing not in shell.input_transformers_post:
+    if shell is None:
+        return
+    if skip_cells_needing_missing not in shell.input_transformers_post:
         shell.input_transformers_post.append(skip_cells_needing_missing)
+    if not shell.custom_exceptions:  # never replace a handler someone else set
+        shell.set_custom_exc((ModuleNotFoundError,), explain_missing)

@@ -89,7 +89,13 @@ def _code() -> dict[str, str]:
 
 
 CODE = _code()
-USED = sorted({m for src in CODE.values() for m in re.findall(r"cmap\s*(?::\s*str\s*)?=\s*[\"'](\w+)[\"']", src)})
+USED = sorted(
+    {
+        m
+        for src in CODE.values()
+        for m in re.findall(r"cmap\s*(?::\s*str\s*)?=\s*[\"'](\w+)[\"']", src)
+    }
+)
 
 
 def test_the_course_uses_colour_maps():

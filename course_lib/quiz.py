@@ -201,7 +201,13 @@ def quiz_path(lecture: str, folder: Path = QUIZ_DIR) -> Path:
 
 def load_quiz(path: Path | str) -> Quiz:
     """Read and validate one quiz file (or the quiz of lecture ``"01"``)."""
+    if not isinstance(path, str | Path):
+        raise TypeError(
+            f"path must be a quiz file or a lecture such as '01', got {type(path).__name__}"
+        )
     path = quiz_path(path) if isinstance(path, str) and not path.endswith(".toml") else Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"path: no quiz file {path}")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
@@ -223,6 +229,9 @@ def load_quiz(path: Path | str) -> Quiz:
 
 def load_quizzes(folder: Path = QUIZ_DIR) -> list[Quiz]:
     """Every quiz in ``folder``, in lecture order."""
+    if not isinstance(folder, str | Path) or not Path(folder).is_dir():
+        raise NotADirectoryError(f"folder must be a folder of quiz files, got {folder!r}")
+    folder = Path(folder)
     return [load_quiz(p) for p in sorted(folder.glob("[0-9][0-9]_*.toml"))]
 
 
@@ -232,6 +241,8 @@ def judge(item: Item, answer) -> tuple[bool, str]:
     A choice is a letter (any case, spaces ignored); a numeric answer a number (int, float or a
     numpy scalar).
     """
+    if not isinstance(item, Item):
+        raise TypeError(f"item must be a quiz Item, got {type(item).__name__}")
     if item.kind == "numeric":
         if isinstance(answer, bool) or not isinstance(answer, int | float):
             try:

@@ -205,6 +205,10 @@ def test_temperature_slider_returns_a_widget_and_fallback_without_ipywidgets(mon
 
     widget = temperature_slider([1.0, 2.0, 3.0])
     assert widget is not None and widget.children[0].description == "T"
+    # A saved notebook read without a kernel shows the text version: it must say what it is.
+    text = widget._repr_mimebundle_()["text/plain"]
+    assert text.startswith("<temperature slider: drag T from 0.1 to 31.6"), text
+    assert widget.children[0].min == -1 and widget.children[0].max == 1.5  # 10^-1 .. 10^1.5
     monkeypatch.setitem(sys.modules, "ipywidgets", None)  # import ipywidgets -> ImportError
     n_before = len(plt.get_fignums())
     assert temperature_slider([1.0, 2.0, 3.0]) is None

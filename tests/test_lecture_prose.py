@@ -1,4 +1,6 @@
-"""Inline maths survives JupyterLab's renderer.
+"""Lecture prose as a reader meets it: maths that renders everywhere, and a course in sequence.
+
+Inline maths survives JupyterLab's renderer.
 
 JupyterLab takes the maths out of a Markdown cell *before* it parses the Markdown (rendermime's
 ``removeMath``), so an inline ``$…$`` that runs over a line break inside a blockquote keeps the
@@ -52,3 +54,19 @@ def test_no_inline_formula_spans_a_line_break_in_a_blockquote(path):
         and (lines := split_quoted_formulas("".join(cell["source"])))
     }
     assert not bad, f"{path.name}: keep each $…$ on one line in cells {bad}"
+
+
+# --- the course reads as one sequence ---------------------------------------------------------
+
+SEQUENCE = [*sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))]
+IN_SEQUENCE = [p for p in SEQUENCE if p.stem[:2] <= "12" or p.stem.startswith("99")]
+
+
+@pytest.mark.parametrize("path", IN_SEQUENCE, ids=lambda p: p.stem)
+def test_a_lecture_ends_with_next_naming_a_later_lecture(path):
+    """The summary's last bullet says where the course goes next (lectures 01-12 and the
+    ledger; the newest lecture has no successor yet)."""
+    last = "".join(json.loads(path.read_text())["cells"][-1]["source"])
+    m = re.search(r"^- Next: .*?\blectures? (\d\d)", last, re.M | re.S)
+    assert m, f"{path.name}: its last cell has no '- Next: lecture NN ...' line"
+    assert int(m.group(1)) > int(path.stem[:2]) or path.stem.startswith("99"), m.group(0)

@@ -69,7 +69,7 @@ SETTINGS = {
     "lora_alpha": 16,
     "lora_targets": ["w_q", "w_k", "w_v", "w_o", "linear1", "linear2"],
     "dpo_steps": 150,
-    "dpo_lr": 1e-4,
+    "dpo_lr": 2e-5,
     "dpo_beta": 0.1,
     "dpo_pairs": 16,
     "stored_every": 30,  # every 30th held-out reply is stored (10 per kind, 2 per family)

@@ -3,11 +3,13 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
+# tools/start.py and tools/update.py need no installed package: any Python 3 will do.
+PYTHON_ANY := $(if $(wildcard $(PY)),$(PY),$(PYTHON))
 STAMP  := $(VENV)/.installed
 NB_DIRS := notebooks solutions
 
-.PHONY: venv lab test check hygiene check-pythons start lint format unit slow notebooks mutants \
-	exercises grade benchmarks clean site slides
+.PHONY: venv lab test check hygiene check-pythons start update lint format unit slow notebooks mutants \
+	exercises grade benchmarks clean site slides lite fresh-install
 
 venv: $(STAMP)
 
@@ -46,8 +48,14 @@ format: $(STAMP)
 unit: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow" tests
 
+SLOW_TESTS ?= tests
 slow: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist loadfile -m slow tests
+	$(PY) -m pytest -q -n 2 --dist loadfile -m slow $(SLOW_TESTS)
+
+# Maintainers: what the Colab badge promises is what runs: a fresh venv from pyproject.toml alone
+# (course_lib[lectures], newest versions, torch at its pin) executes every lecture (tens of minutes).
+fresh-install: $(STAMP)
+	COURSE_FRESH_INSTALL=1 $(PY) -m pytest -q -s tests/test_fresh_install.py
 
 # Maintainers: every mutant of tools/mutate.py must make a test fail (not part of `make test`).
 mutants: $(STAMP)
@@ -78,17 +86,16 @@ hygiene: $(STAMP)
 check-pythons: $(STAMP)
 	$(PY) tools/check_python_versions.py
 
-# Your own copy of an exercise notebook in the git-ignored my-work/ (never overwritten):
-# make start NB=01   ->   my-work/01_softmax.ipynb
+# Your own copy of a lecture's exercises in the git-ignored my-work/ (never overwritten):
+# make start NB=01 (or 1, 01_softmax)   ->   my-work/01_softmax_exercises.ipynb
+# NB reaches the script through the environment (never a shell command line).
 start:
-	@test -n "$(NB)" || { echo "usage: make start NB=01"; exit 2; }
-	@src=$$(git ls-files "exercises/$(NB)*.ipynb" 2>/dev/null | head -n 1); \
-	test -n "$$src" || src=$$(ls exercises/$(NB)*.ipynb 2>/dev/null | head -n 1); \
-	test -n "$$src" || { echo "no exercise notebook exercises/$(NB)*.ipynb"; exit 2; }; \
-	dest=my-work/$$(basename "$$src"); mkdir -p my-work; \
-	if [ -e "$$dest" ]; then echo "$$dest already exists: your work is kept, nothing copied."; \
-	else git show "HEAD:$$src" > "$$dest" 2>/dev/null || cp "$$src" "$$dest"; \
-	echo "Your copy: $$dest  (grade it: make grade NB=$$dest)"; fi
+	@$(PYTHON_ANY) tools/start.py "$$NB"
+
+# Take the course's updates: your changed files that the update would overwrite (run lectures,
+# answers typed into exercises/) are copied to my-work/kept-<date-time>/ first, then git pulls.
+update:
+	@$(PYTHON_ANY) tools/update.py
 
 # Regenerate exercises/ from solutions/ (the single source of exercise notebooks).
 exercises: $(STAMP)
@@ -107,13 +114,19 @@ benchmarks: $(STAMP)
 
 # The course as static HTML (README + every notebook with outputs) and as reveal.js decks, both
 # offline: KaTeX and reveal.js come from the npm registry (cached in build/vendor/).
-# The site includes the decks and, by default, the solutions: make site SOLUTIONS=0 leaves them out.
+# The site includes the decks, the browser edition (make lite, in build/site/lite, linked from the
+# lectures it has) and, by default, the solutions: make site SOLUTIONS=0 leaves them out.
 SOLUTIONS ?= 1
 site: $(STAMP)
-	$(PY) -m tools.build_site site build/site $(if $(filter 0,$(SOLUTIONS)),--no-solutions)
+	$(PY) -m tools.build_site site build/site --lite $(if $(filter 0,$(SOLUTIONS)),--no-solutions)
 
 slides: $(STAMP)
 	$(PY) -m tools.build_site slides build/slides
+
+# The browser edition (JupyterLite, nothing to install): lectures 01-04, 06 and 10 with their
+# exercises and a course_lib wheel without the .pt files; it loads Pyodide from a CDN when opened.
+lite: $(STAMP)
+	$(PY) -m tools.build_lite build/lite
 
 clean:
 	rm -rf $(VENV) build _site graded

@@ -21,10 +21,9 @@ import nbformat
 from nbclient import NotebookClient
 
 from tools.add_slide_metadata import add_slide_metadata
+from tools.notebook_form import KERNELSPEC, LANGUAGE_INFO, write
 
 MARKER = re.compile(r"^# %%(?P<md> \[markdown\])?(?:\s+tags=(?P<tags>\[.*\]))?\s*$")
-KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-LANGUAGE_INFO = {"name": "python", "pygments_lexer": "ipython3"}
 
 
 def parse_script(text: str) -> nbformat.NotebookNode:
@@ -57,12 +56,16 @@ def parse_script(text: str) -> nbformat.NotebookNode:
     return nb
 
 
-def run_notebook(nb: nbformat.NotebookNode, folder: Path, timeout: int = 600) -> None:
+def run_notebook(
+    nb: nbformat.NotebookNode, folder: Path, timeout: int = 600, kernel_args: tuple = ()
+) -> None:
     """Execute ``nb`` in place, top to bottom, in a python3 kernel whose working directory is
-    ``folder`` (the one place the tools and tests call nbclient)."""
+    ``folder`` (the one place the tools and tests call nbclient); ``kernel_args`` go to the
+    kernel's command line (e.g. ``--IPKernelApp.exec_lines=...``)."""
     NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
-    ).execute()
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(folder)}},
+        extra_arguments=list(kernel_args),
+    ).execute()  # fmt: skip
 
 
 def execute(nb: nbformat.NotebookNode, folder: Path, timeout: int = 600) -> None:
@@ -110,7 +113,7 @@ def main(argv: list[str]) -> int:
     execute(nb, out.resolve().parent)
     if out.resolve().parent.name == "notebooks":  # lectures double as reveal.js decks
         add_slide_metadata(nb)
-    nbformat.write(nb, out)
+    write(nb, out)
     print(f"wrote {out}")
     return 0
 

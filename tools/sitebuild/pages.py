@@ -35,6 +35,8 @@ from .links import (
 from .vendor import KATEX, vendor
 
 __all__ = [
+    "BROWSER_LABEL",
+    "browser_link",
     "build_site",
     "executed",
     "figure_alt",
@@ -191,15 +193,36 @@ def site_exporter() -> HTMLExporter:
     )
 
 
-def build_site(out: Path, *, solutions: bool = True, slides: bool = True, log=print) -> list[Path]:
+#: the label of a lecture's link to the browser edition (``make lite``, in the site as ``lite/``)
+BROWSER_LABEL = "Open in the browser, nothing to install"
+
+
+def browser_link(notebook: Path) -> Path | None:
+    """The browser edition's page for ``notebooks/NN_x.ipynb`` or ``exercises/NN_x.ipynb``
+    (site-relative), or None if the browser edition does not have it."""
+    from tools.build_lite import LECTURES
+
+    if notebook.parent.name not in ("notebooks", "exercises") or notebook.stem not in LECTURES:
+        return None
+    return Path(f"lite/lab/index.html?path={notebook.parent.name}/{notebook.name}")
+
+
+def build_site(
+    out: Path, *, solutions: bool = True, slides: bool = True, lite: bool = False, log=print
+) -> list[Path]:
     """Render README, the Markdown pages and every notebook into ``out``; return the pages.
 
     ``solutions=False`` leaves ``solutions/`` out (links to it keep their text, lose their
     target); ``slides=True`` also builds the decks into ``out/slides`` and links each lecture
-    to its deck.
+    to its deck; ``lite=True`` builds the browser edition into ``out/lite`` (``make lite``) and
+    links the lectures it has to it (without it those links keep their text, lose their target).
     """
     out = Path(out)
     static_dir = fresh_output(out)
+    if lite:
+        from tools.build_lite import build_lite
+
+        build_lite(out / "lite", log=log)
     (static_dir / "site.css").write_text(template("site.css"), encoding="utf-8")
     folders = tuple(d for d in NOTEBOOK_DIRS if solutions or d != "solutions")
     sources = notebook_sources(folders)
@@ -232,6 +255,9 @@ def build_site(out: Path, *, solutions: bool = True, slides: bool = True, log=pr
             deck = Path("slides") / page.name
             if folder == "notebooks" and deck in decks:
                 extra.append(("Slides", deck))
+            browser = browser_link(source.relative_to(ROOT))
+            if lite and browser is not None:
+                extra.append((BROWSER_LABEL, browser))
             static = relative(Path("_static"), page) + "/"
             nav = _nav(page, prev_next, titles, extra)
             resources = {

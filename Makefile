@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 NB_DIRS := notebooks solutions
 
 .PHONY: venv lab test check hygiene check-pythons start update lint format unit slow notebooks mutants \
-	exercises grade benchmarks clean site slides lite fresh-install
+	exercises quizzes grade benchmarks clean site slides lite fresh-install
 
 venv: $(STAMP)
 
@@ -79,6 +79,7 @@ check: lint unit slow notebooks
 # solutions, environment.yml from requirements.txt, tidy notebooks, documented public API.
 hygiene: $(STAMP)
 	$(PY) tools/make_exercises.py --check
+	$(PY) -m tools.make_quizzes --check
 	$(PY) tools/sync_environment.py --check
 	$(PY) -m pytest -q tests/test_repo.py
 
@@ -96,6 +97,10 @@ start:
 # answers typed into exercises/) are copied to my-work/kept-<date-time>/ first, then git pulls.
 update:
 	@$(PYTHON_ANY) tools/update.py
+
+# Render quizzes/NN_topic_quiz.ipynb from course_lib/quizzes/NN_topic.toml (their single source).
+quizzes: $(STAMP)
+	$(PY) -m tools.make_quizzes
 
 # Regenerate exercises/ from solutions/ (the single source of exercise notebooks).
 exercises: $(STAMP)
@@ -121,7 +126,7 @@ site: $(STAMP)
 	$(PY) -m tools.build_site site build/site --lite $(if $(filter 0,$(SOLUTIONS)),--no-solutions)
 
 slides: $(STAMP)
-	$(PY) -m tools.build_site slides build/slides
+	$(PY) -m tools.build_site slides build/slides $(if $(filter 0,$(SOLUTIONS)),--no-solutions)
 
 # The browser edition (JupyterLite, nothing to install): lectures 01-04, 06 and 10 with their
 # exercises and a course_lib wheel without the .pt files; it loads Pyodide from a CDN when opened.

@@ -49,7 +49,7 @@ def main(argv: list[str]) -> int:
         if what == "site":
             build_site(out, solutions=solutions, lite=lite)
         else:
-            build_slides(out)
+            build_slides(out, solutions=solutions)
     except BrokenLinks as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -37,6 +37,8 @@ def site_path(source: Path) -> Path | None:
     rel = source.relative_to(ROOT)
     if rel.suffix == ".ipynb" and rel.parts[0] in NOTEBOOK_DIRS and len(rel.parts) == 2:
         return rel.with_suffix(".html")
+    if rel.suffix == ".ipynb" and rel.parts[0] == "quizzes" and len(rel.parts) == 2:
+        return rel.with_suffix(".html")  # rendered from the quiz file (sitebuild/quiz.py)
     if rel.as_posix() == "README.md":
         return Path("index.html")
     if len(rel.parts) == 1 and rel.name in MARKDOWN_PAGES:

@@ -223,7 +223,9 @@ def build_site(
         from tools.build_lite import build_lite
 
         build_lite(out / "lite", log=log)
-    (static_dir / "site.css").write_text(template("site.css"), encoding="utf-8")
+    (static_dir / "site.css").write_text(
+        template("site.css") + template("contrast.css"), encoding="utf-8"
+    )
     folders = tuple(d for d in NOTEBOOK_DIRS if solutions or d != "solutions")
     sources = notebook_sources(folders)
     left_out = frozenset(site_path(p) for p in notebook_sources()) - {site_path(p) for p in sources}
@@ -232,11 +234,16 @@ def build_site(
     pages = {site_path(p) for p in [*sources, *md_sources]}
     notebooks = {p: nbformat.read(p, as_version=4) for p in sources}
     titles = {site_path(p): title_of(nb, p.stem) for p, nb in notebooks.items()}
+    from .quiz import load_quizzes, quiz_page, section_anchors, site_page
+
+    quizzes = {q.lecture: q for q in load_quizzes()}
+    pages |= {site_page(q) for q in quizzes.values()}
     decks: set[Path] = set()
     if slides:
         from .deck import build_slides  # the decks import the site's helpers
 
-        decks = {Path("slides") / d for d in build_slides(out / "slides", static_dir, log=log)}
+        built = build_slides(out / "slides", static_dir, solutions=solutions, log=log)
+        decks = {Path("slides") / d for d in built}
     exporter = site_exporter()
     for folder in folders:
         in_folder = [p for p in sources if p.parent.name == folder]
@@ -255,6 +262,8 @@ def build_site(
             deck = Path("slides") / page.name
             if folder == "notebooks" and deck in decks:
                 extra.append(("Slides", deck))
+            if folder == "notebooks" and source.stem in quizzes:
+                extra.append(("Quiz", site_page(quizzes[source.stem])))
             browser = browser_link(source.relative_to(ROOT))
             if lite and browser is not None:
                 extra.append((BROWSER_LABEL, browser))
@@ -275,6 +284,20 @@ def build_site(
             (out / page).parent.mkdir(parents=True, exist_ok=True)
             (out / page).write_text(body, encoding="utf-8")
             log(f"wrote {page}")
+    for quiz in quizzes.values():
+        page = site_page(quiz)
+        lecture = Path("notebooks") / f"{quiz.lecture}.html"
+        written = out / lecture
+        anchors = section_anchors(written.read_text(encoding="utf-8")) if written.exists() else {}
+        static = relative(Path("_static"), page) + "/"
+        nav = _nav(page, (None, None), titles, [("Lecture", lecture)] if written.exists() else [])
+        head = f'<link rel="stylesheet" href="{static}site.css">\n{katex_head(static)}'
+        body = quiz_page(quiz, f'<nav class="course-nav">{nav}</nav>', head,
+                         relative(lecture, page), anchors, solutions)  # fmt: skip
+        check_offline(body, str(page))
+        (out / page).parent.mkdir(parents=True, exist_ok=True)
+        (out / page).write_text(body, encoding="utf-8")
+        log(f"wrote {page}")
     for source in md_sources:
         page = site_path(source)
         extra_nav = ""

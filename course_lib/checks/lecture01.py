@@ -13,7 +13,6 @@ from . import (
     call_student_frozen,
     check_mistakes,
     check_prediction,
-    check_value,
     frozen,
     passed,
 )

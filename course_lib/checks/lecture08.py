@@ -354,7 +354,9 @@ def check_masking_statistics(student_fn, *, seed: int = 0) -> None:
             ("changed_fraction", got[0], changed, STATISTICS_TOKENS),
             ("visible_fraction", got[1], visible, 0.15 * STATISTICS_TOKENS),
         ):
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+            if isinstance(value, bool) or not isinstance(
+                value, (int, float, np.floating, np.integer)
+            ):
                 raise ExerciseError(ex, f"{what}: {name} must be a number between 0 and 1, got "
                                     f"{value!r:.60}.")  # fmt: skip
             tol = 4.5 * np.sqrt(expected * (1 - expected) / n)

@@ -92,7 +92,9 @@ def calls_a_check(source: str, imports: dict[str, str] | None = None) -> str | N
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             f = node.func
-            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            name = (
+                f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            )
             if name.startswith("check_"):
                 return name
     return None

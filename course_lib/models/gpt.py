@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._optional import require
 from .._validation import (
     check_checkpoint,
     check_dropout,
@@ -196,10 +197,8 @@ class GPT(nn.Module):
         ``c_attn`` holds the query, key and value maps side by side (``(d, 3d)``).
         Dropout is copied from the config; compare outputs in eval mode.
         """
-        try:
-            from transformers import GPT2LMHeadModel, GPT2Model
-        except ImportError as exc:  # pragma: no cover - transformers is a course dependency
-            raise ImportError("GPT.from_hf needs the transformers package") from exc
+        transformers = require("transformers", "GPT.from_hf")
+        GPT2LMHeadModel, GPT2Model = transformers.GPT2LMHeadModel, transformers.GPT2Model
         if not isinstance(model, (GPT2LMHeadModel, GPT2Model)):
             raise TypeError(
                 f"model must be a transformers GPT2LMHeadModel, got {type(model).__name__}"

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from .._optional import require
 from .._validation import check_positive_int, check_positive_number, check_tensor, check_token_ids
 from ..causal_attention import CausalSelfAttention, KVCache, LayerKVCache
 from ..layers import residual
@@ -172,10 +173,7 @@ class ModernLM(nn.Module):
         and ``W_V``/``W_O`` are untouched. (This is the inverse of the permutation
         ``transformers``' ``convert_llama_weights_to_hf.py`` applies to Meta's checkpoints.)
         """
-        try:
-            from transformers import LlamaForCausalLM
-        except ImportError as exc:  # pragma: no cover - transformers is a course dependency
-            raise ImportError("ModernLM.from_hf needs the transformers package") from exc
+        LlamaForCausalLM = require("transformers", "ModernLM.from_hf").LlamaForCausalLM
         if not isinstance(model, LlamaForCausalLM):
             raise TypeError(f"model must be a transformers LlamaForCausalLM, got {type(model)}")
         c = model.config

@@ -35,16 +35,26 @@ def _numbers(value: float) -> list[str]:
 ANSWERS = {
     # exercise: (notebook stem, [(pattern of the value, words that name it)])
     "1.4": ("01_softmax", [(_numbers(16), ["saturat", "half", "0.5"])]),
-    "4.4": ("04_positional_encoding", [(_numbers(lecture04._first_below_half(64)),
-                                        ["half", "k =", "k=", "distance"])]),  # fmt: skip
+    "4.4": (
+        "04_positional_encoding",
+        [(_numbers(lecture04._first_below_half(64)), ["half", "k =", "k=", "distance"])],
+    ),  # fmt: skip
     "8.4": ("08_bert", [(_numbers(lecture08._expected_fractions(1000)[0]), ["change"])]),
-    "10.4": ("10_attention_at_scale", [(_numbers(lecture10._first_inf("float32")),
-                                        ["float32", "overflow", "inf"]),
-                                       (_numbers(lecture10._first_inf("float64")),
-                                        ["float64", "overflow", "inf"])]),  # fmt: skip
+    "10.4": (
+        "10_attention_at_scale",
+        [
+            (_numbers(lecture10._first_inf("float32")), ["float32", "overflow", "inf"]),
+            (_numbers(lecture10._first_inf("float64")), ["float64", "overflow", "inf"]),
+        ],
+    ),  # fmt: skip
     "6.5": ("06_bleu", [(["meeting was not cancelled", "meeting was n't cancelled"], [""])]),
-    "9.4": ("09_attention_visualisation", [(["(1, 1)", "layer 1, head 1"], ["previous"]),
-                                           (["(1, 0)", "layer 1, head 0"], ["[CLS]", "cls"])]),
+    "9.4": (
+        "09_attention_visualisation",
+        [
+            (["(1, 1)", "layer 1, head 1"], ["previous"]),
+            (["(1, 0)", "layer 1, head 0"], ["[CLS]", "cls"]),
+        ],
+    ),
     "12.3": ("12_fine_tuning", [(["(1e-4, 7)", "(0.0001, 7)"], [""])]),
     "12.4": ("12_fine_tuning", [(["332"], ["wins", "right only"]), (["147"], ["right only"])]),
     "13.3": ("13_modern_transformer", [(["np.tile"], ["not"])]),

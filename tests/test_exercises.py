@@ -171,3 +171,36 @@ def test_grader_copy_does_not_modify_student_file(tmp_path):
     before = path.read_text()
     grade.grade(path)
     assert path.read_text() == before
+
+
+def test_every_cell_that_calls_a_check_is_tagged_and_graded():
+    """A check cell without its exercise tag would never be graded (12.4 was, once)."""
+    from tools.grading.course import calls_a_check, load_template
+
+    for path in sorted((ROOT / "exercises").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type == "code" and calls_a_check(cell.source):
+                assert grade.exercise_id(cell), f"{path.name} cell {i} calls a check untagged"
+        template = load_template(path)
+        assert template.problem is None, template.problem
+        assert set(template.checks) == set(_check_ids(nb))
+
+
+def test_the_grader_refuses_a_template_with_an_untagged_check(tmp_path):
+    """The grader's own guard: a check it would not grade makes the notebook not gradable."""
+    from tools.grading.course import Course
+
+    folder = tmp_path / "exercises"
+    folder.mkdir()
+    nb = nbformat.read(ROOT / "exercises" / "12_fine_tuning.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if "exercise-12.4" in c.metadata.get("tags", []))
+    cell.metadata["tags"] = []
+    nbformat.write(nb, folder / "12_fine_tuning.ipynb")
+    course = Course(folder)
+    assert "calls check_paired_counts" in course.templates["12_fine_tuning"].problem
+    student = tmp_path / "12_student.ipynb"
+    nbformat.write(nb, student)
+    result = grade.grade(student, course=course, sandbox=False)
+    assert result.error and "check the grader would not grade" in result.error
+    assert not result.all_passed

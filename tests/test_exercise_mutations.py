@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
 _DEF = re.compile(r"^def (\w+)\(", re.M)
 
-PERTURB = '''
+PERTURB = """
 def _perturb_output(f):
     import functools
 
@@ -56,7 +56,7 @@ def _perturb_output(f):
         return bend(f(*args, **kwargs))
 
     return wrapper
-'''
+"""
 
 
 def student_functions(nb) -> list[tuple[int, str]]:
@@ -65,7 +65,9 @@ def student_functions(nb) -> list[tuple[int, str]]:
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code" or "### BEGIN SOLUTION" not in cell.source:
             continue
-        out += [(i, m.group(1)) for m in _DEF.finditer(cell.source) if not m.group(1).startswith("_")]
+        out += [
+            (i, m.group(1)) for m in _DEF.finditer(cell.source) if not m.group(1).startswith("_")
+        ]
     return out
 
 

@@ -440,6 +440,9 @@ def check_prediction(
     or the hint ``hints`` names for that very value), never the expected value itself: the
     student measures it.
     """
+    check_str(exercise, "exercise"), check_str(what, "what")
+    check_str(too_low, "too_low"), check_str(too_high, "too_high")
+    check_positive_int(expected, "expected", allow_zero=True)
     if got is None:
         raise _none(exercise, what)
     if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
@@ -461,6 +464,7 @@ def call_student_traced(exercise: str, fn: Callable, *args):
     array memory to tracemalloc, so the peak shows the largest arrays the answer held."""
     import tracemalloc
 
+    check_str(exercise, "exercise")
     if isinstance(fn, RemoteFunction):
         traced = _TracedRemote(fn)
         result = call_student(exercise, traced, *args)
@@ -487,4 +491,5 @@ class _TracedRemote(RemoteFunction):
 
 def hidden_rng(seed: int, salt: int) -> np.random.Generator:
     """The random generator of a check's hidden inputs (``seed`` = the grader's hidden seed)."""
-    return np.random.default_rng([int(salt), int(seed)])
+    seed = check_positive_int(seed, "seed", allow_zero=True)
+    return np.random.default_rng([check_positive_int(salt, "salt", allow_zero=True), seed])

@@ -50,6 +50,7 @@ def grade(
     if template.problem:
         result.error = f"not gradable: {template.problem}"
         return result
+    result.warning = course.name_warning(template, path)
     steps = plan(cells, template)
     if sandbox is None:
         sandbox = sandbox_available()[0]

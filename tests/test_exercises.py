@@ -114,6 +114,15 @@ def test_correct_answer_written_differently_passes_with_extra_prints(tmp_path):
         "    return stable_softmax(scores * (1 / math.sqrt(d_k)))"
     )
     check_14 = next(i for i, c in enumerate(nb.cells) if "check_saturation(" in c.source)
+    _answer_cell(nb, "def mean_top_weight").source = (
+        "def mean_top_weight(d_k, n_keys, scaled, rng, n_queries=500):\n"
+        "    total = 0.0\n"
+        "    for _ in range(n_queries):\n"
+        "        s = rng.standard_normal((n_keys, d_k)) @ rng.standard_normal(d_k)\n"
+        "        s = s / math.sqrt(d_k) if scaled else s\n"
+        "        total += stable_softmax(s).max()\n"
+        "    return total / n_queries"
+    )
     nb.cells[check_14 - 1].source = "unscaled_dk = 2**4  # measured\nscaled_dk = None  # never"
     nb.cells.insert(3, nbformat.v4.new_code_cell("print('hello from the student')"))
     result = grade.grade(_write(tmp_path, nb, "alice_01.ipynb"))

@@ -18,8 +18,8 @@ import course_lib.viz as V
 from course_lib.bleu import bleu_statistics, compute_bleu, tokenize_for_bleu
 from course_lib.data import Batch, Vocab, generate_pairs, make_batch, word_tokens
 from course_lib.data.pretraining import mask_tokens, pair_input, truncate_pair
-from course_lib.layers import FeedForward
 from course_lib.models import translation_loss
+from course_lib.nn import FeedForward
 from course_lib.tokenization import wordpiece
 from course_lib.training import learning_rate_at, train
 
@@ -346,24 +346,25 @@ CASES = [
     (C.weighted_value_norms, (np.eye(3), "v"), {}, TypeError, "values must contain real numbers"),
     # RoPE, RMSNorm, SwiGLU, grouped-query attention
     (C.rope_frequencies, (5,), {}, ValueError, "head_dim must be even"),
-    (C.rope_frequencies, (4,), {"theta": 1.0}, ValueError, "theta must be a number > 1, got 1.0"),
+    (C.rope_frequencies, (4,), {"theta": 1.0}, ValueError, "theta must be a finite number > 1, got 1.0"),
+    (C.rope_frequencies, (4,), {"theta": float("inf")}, ValueError, "theta must be a finite number > 1, got inf"),
     (C.rope_frequencies, (0,), {}, ValueError, "head_dim must be >= 1, got 0"),
     (C.rope, (np.ones((3, 5)), np.arange(3)), {}, ValueError,
      "x's last axis (head_dim) must be even (pairs are rotated), got shape (3, 5)"),
     (C.rope, (x, np.arange(4)), {}, ValueError,
      "positions must have shape (n,) or (..., n) with n = 3 (one position per row of x), got shape (4,)"),
-    (C.rope, (torch.ones(3, 4, dtype=torch.long), np.arange(3)), {}, TypeError,
-     "x must be a floating-point tensor, got dtype torch.int64"),
+    (C.rope, (np.full((3, 4), "a"), np.arange(3)), {}, TypeError, "x must contain real numbers"),
+    (C.rope, (x, np.array([0.0, 0.5, 2.0])), {}, ValueError, "positions must be whole numbers"),
+    (C.rope, (x, np.arange(3)), {"theta": float("inf")}, ValueError, "theta must be a finite number > 1"),
     (C.rope, (x, np.array([True, False, True])), {}, TypeError, "positions must be integers"),
     (C.halves_to_interleaved, (3,), {}, ValueError, "head_dim must be even, got 3"),
     (C.halves_to_interleaved, (0,), {}, ValueError, "head_dim must be >= 1, got 0"),
     (C.halves_to_interleaved, (4.0,), {}, TypeError, "head_dim must be an integer, got float"),
     (C.rms_norm, (x, np.ones(3)), {}, ValueError, "weight must have shape (d,) = (4,), got (3,)"),
-    (C.rms_norm, (x, np.ones(4)), {"eps": -1.0}, ValueError, "eps must be a number >= 0, got -1.0"),
-    (C.rms_norm, (torch.ones(3, 4), np.ones(4)), {}, TypeError,
-     "x is a torch tensor, so weight must be one too"),
+    (C.rms_norm, (x, np.ones(4)), {"eps": -1.0}, ValueError, "eps must be a finite number >= 0, got -1.0"),
+    (C.rms_norm, (np.full((3, 4), "a"), np.ones(4)), {}, TypeError, "x must contain real numbers"),
     (C.RMSNorm, (0,), {}, ValueError, "d_model must be >= 1, got 0"),
-    (C.RMSNorm, (4,), {"eps": "1e-6"}, ValueError, "eps must be a number >= 0, got '1e-6'"),
+    (C.RMSNorm, (4,), {"eps": "1e-6"}, ValueError, "eps must be a finite number >= 0, got '1e-6'"),
     (C.RMSNorm, (4.0,), {}, TypeError, "d_model must be an integer, got float"),
     (lambda: C.RMSNorm(4)(torch.ones(2, 3)), (), {}, ValueError, "x must end with d_model=4, got (2, 3)",
      C.RMSNorm),

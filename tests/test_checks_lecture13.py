@@ -7,7 +7,7 @@ import torch
 from _exercise_stub import STUB_MESSAGE
 from _exercise_stub import stub as _stub
 
-from course_lib import KVCache, ModernLM
+from course_lib import KVCache, ModernConfig, ModernLM
 from course_lib.checks import ExerciseError
 from course_lib.checks.lecture13 import (
     check_cache_values,
@@ -63,7 +63,7 @@ def repeat_by_index(kv, num_heads):
 
 
 def cache_measured(num_kv_heads, seq_len, batch):
-    model = ModernLM(50, 32, 8, num_kv_heads, 3, 48)
+    model = ModernLM(ModernConfig(50, 32, 8, num_kv_heads, 3, 48))
     cache = KVCache()
     with torch.no_grad():
         model(torch.zeros(batch, seq_len, dtype=torch.long), cache)

@@ -5,7 +5,6 @@ text generation; a Llama-style ModernLM."""
 from .bert import *  # noqa: F403
 from .bert_encoder import *  # noqa: F403
 from .classifier import *  # noqa: F403
-from .configs import *  # noqa: F403
 from .decoding import *  # noqa: F403
 from .generation import *  # noqa: F403
 from .gpt import *  # noqa: F403

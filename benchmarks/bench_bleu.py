@@ -2,6 +2,7 @@
 
     python benchmarks/bench_bleu.py                      # 3,000 pairs of ~25 words, 1 reference
     python benchmarks/bench_bleu.py --refs 2 --repeats 9
+    python benchmarks/bench_bleu.py --out benchmarks/results/bleu.json  # store it (lecture 06)
 
 The corpus is generated from a fixed seed: references are random sentences over a vocabulary
 with punctuation, numbers, hyphens, HTML entities and non-ASCII words (so that the 13a
@@ -11,6 +12,9 @@ alternately, ``--repeats`` calls each, and the medians are compared: the median 
 affected by other processes on a shared machine. Neither keeps a cache between calls
 (sacrebleu builds a fresh tokenizer, with a fresh cache, in every ``corpus_bleu`` call).
 
+With ``--out`` the corpus, versions, medians and ratio are written as JSON; lecture 06 quotes
+the stored ``benchmarks/results/bleu.json``.
+
 Target (issue 4): at least as fast as sacrebleu; aim for twice as fast. A benchmark, not a
 test: it asserts only that the results agree.
 """
@@ -18,10 +22,13 @@ test: it asserts only that the results agree.
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
 import platform
 import random
 import statistics
 import time
+from pathlib import Path
 
 import sacrebleu
 
@@ -92,6 +99,8 @@ def main() -> None:
     parser.add_argument("--words", type=int, default=25)
     parser.add_argument("--refs", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--out", type=Path, help="also write the result as JSON to this file")
+    parser.add_argument("--note", default="", help="free text stored with --out")
     args = parser.parse_args()
     seed_everything(0, threads=1)
 
@@ -120,6 +129,27 @@ def main() -> None:
     print(f"course_lib.corpus_bleu  median {m_ours * 1000:7.1f} ms  ({args.repeats} runs)")
     print(f"sacrebleu.corpus_bleu   median {m_theirs * 1000:7.1f} ms  ({args.repeats} runs)")
     print(f"ratio sacrebleu / course_lib = {m_theirs / m_ours:.2f}x  (target >= 1, aim 2)")
+    if args.out:
+        meta = {
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "machine": platform.machine(),
+            "python": platform.python_version(),
+            "sacrebleu": sacrebleu.__version__,
+            "threads": 1,
+            "note": args.note,
+        }
+        result = {
+            "pairs": args.pairs,
+            "words_per_hypothesis": round(n_words, 1),
+            "references": args.refs,
+            "repeats": args.repeats,
+            "bleu": a.score,
+            "course_lib_median_s": m_ours,
+            "sacrebleu_median_s": m_theirs,
+            "ratio_sacrebleu_over_course_lib": m_theirs / m_ours,
+        }
+        args.out.write_text(json.dumps({"meta": meta, "result": result}, indent=2) + "\n")
+        print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

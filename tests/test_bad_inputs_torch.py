@@ -12,19 +12,24 @@ import torch
 from torch import nn
 
 from course_lib import configs, interop, pretrained, training
+from course_lib.data import chat
 from course_lib.data import docstrings as ds
+from course_lib.data import instructions as ins
 from course_lib.data import language_modeling as lm
 from course_lib.data import pretraining as pt
 from course_lib.data.translation import batches as tb
 from course_lib.data.translation import grammar as tg
 from course_lib.data.translation import sampling as ts
 from course_lib.models import (
+    assistant,
     bert,
     bert_encoder,
     classifier,
     decoding,
+    dpo,
     generation,
     gpt,
+    lora,
     mlm_head,
     modern,
     ngram,
@@ -75,6 +80,14 @@ COUNT_LM = ngram.unigram_lm(torch.tensor([0, 1, 2, 1]), 3)
 BIGRAM_LM = ngram.bigram_lm(torch.tensor([0, 1, 2, 1]), 3)
 RNG = np.random.default_rng(0)
 DOCS = [["a b .", "c d ."], ["e f .", "g h ."]]
+CHAT_TOK = chat.load_chat_tokenizer()
+USER_MSG = [{"role": "user", "content": "hi"}]
+CHAT_IDS, CHAT_MASK = assistant.chat_batch(
+    [chat.render_chat(USER_MSG + [{"role": "assistant", "content": "yo"}], CHAT_TOK)]
+)
+GPT_CHAT = gpt.GPT(515, 32, d_model=8, num_heads=2, num_layers=1)
+LP = torch.zeros(3)
+LORA_L = lora.LoRALinear(nn.Linear(4, 3), 2, 4.0)
 NP_ = tg.NP("cat")
 VP_ = tg.VP("saw", tg.NP("dog"))
 CLAUSE = tg.Clause(NP_, VP_)
@@ -746,6 +759,103 @@ CASES = [
     # every training entry point stops on a loss that cannot be computed
     (training.train, (BERT_S, [ONE_MASKED, NO_MASKED], bert.pretraining_loss), {"steps": 2, "progress": False},
      ValueError, "batch['mlm_labels'] has no position to predict"),
+    # lecture 14: chat template, instruction data, LoRA, DPO, the assistant's training pieces
+    (chat.render_chat, ([{"role": "system", "content": "x"}], CHAT_TOK), {}, ValueError,
+     "messages[0]['role'] must be one of ['assistant', 'user'], got 'system'"),
+    (chat.render_chat, ("hi", CHAT_TOK), {}, TypeError, "messages must be a list of"),
+    (chat.render_chat, (USER_MSG, lm.lm_tokenizer(512)), {}, TypeError,
+     "tokenizer must know the chat tokens"),
+    (chat.render_chat, ([],  CHAT_TOK), {}, ValueError, "at least one message, got an empty list"),
+    (ins.solve, ("upper", ["a", "b", "c"]), {}, ValueError, "family must be one of"),
+    (ins.solve, ("first", ["a", "b"]), {}, ValueError, "words must hold 3 to 6 words, got 2"),
+    (ins.solve, ("first", "a b c"), {}, TypeError, "words must be a list of tokens, got the str"),
+    (ins.solve, ("first", ["a", "b c", "d"]), {}, ValueError, "words[1] must be one word"),
+    (ins.make_instruction, ("first", ["a", "b", "c"], 4), {}, ValueError,
+     "phrasing must be 0, 1, 2 (training) or 3 (held out), got 4"),
+    (ins.make_instruction, ("last", ["a", 1, "c"]), {}, TypeError, "words[1] must be a str, got int"),
+    (ins.make_instruction, ("sum", ["a", "b", "c"]), {}, ValueError, "family must be one of"),
+    (ins.training_instructions, (0,), {}, ValueError, "n must be >= 1, got 0"),
+    (ins.training_instructions, (5,), {"seed": -1}, ValueError, "seed must be >= 0, got -1"),
+    (ins.training_instructions, (2.5,), {}, TypeError, "n must be an integer, got float"),
+    (ins.held_out_instructions, ("new_words",), {}, ValueError, "kind must be one of"),
+    (ins.held_out_instructions, ("unseen_words", 0), {}, ValueError, "per_family must be >= 1"),
+    (ins.held_out_instructions, ("unseen_words", 61), {}, ValueError,
+     "per_family must be <= 60, got 61"),
+    (ins.preference_pair, (("first", 0),), {}, TypeError, "instruction must be an Instruction"),
+    (ins.preference_pair, ("What is the first word?",), {}, TypeError,
+     "instruction must be an Instruction (make_instruction), got str"),
+    (ins.preference_pair, (None,), {}, TypeError, "got NoneType"),
+    (ins.exact_match, (None, "a"), {}, TypeError, "reply must be a str, got NoneType"),
+    (ins.exact_match, ("a", 3), {}, TypeError, "answer must be a str, got int"),
+    (ins.exact_match, (["a"], "a"), {}, TypeError, "reply must be a str, got list"),
+    (lora.LoRALinear, (nn.Conv1d(2, 2, 1), 2, 4.0), {}, TypeError,
+     "base must be a torch.nn.Linear, got Conv1d"),
+    (lora.LoRALinear, (nn.Linear(4, 3), 0, 4.0), {}, ValueError, "r must be >= 1, got 0"),
+    (lora.LoRALinear, (nn.Linear(4, 3), 2, 0.0), {}, ValueError,
+     "alpha must be a finite number > 0, got 0.0"),
+    (lora.LoRALinear, (nn.Linear(4, 3), 2, 4.0, 1.5), {}, ValueError, "dropout"),
+    (LORA_L.forward, (torch.ones(2, 5),), {}, ValueError, "in_features"),
+    (LORA_L.forward, (np.ones((2, 4)),), {}, TypeError, "x must be a torch.Tensor"),
+    (LORA_L.forward, (torch.ones(2, 3),), {}, ValueError, "got (2, 3)"),
+    (lora.apply_lora, (nn.Sequential(nn.Linear(2, 2)), 2, 4.0, ["w_q"]), {}, ValueError,
+     "target_names: the model has no nn.Linear named ['w_q']"),
+    (lora.apply_lora, (GPT_S, 2, 4.0, ["norm1"]), {}, TypeError,
+     "target_names: 'norm1' is a LayerNorm, not an nn.Linear"),
+    (lora.apply_lora, (GPT_S, 2, 4.0, "w_q"), {}, TypeError,
+     "target_names must be a list of tokens, got the str"),
+    (lora.apply_lora, (GPT_S, 2, -1.0, ["w_q"]), {}, ValueError, "alpha must be a finite number > 0"),
+    (lora.merge_lora, (nn.Linear(2, 2),), {}, ValueError, "model has no LoRALinear layer to merge"),
+    (lora.merge_lora, (None,), {}, TypeError, "model must be a torch.nn.Module, got NoneType"),
+    (lora.merge_lora, (np.ones(2),), {}, TypeError, "model must be a torch.nn.Module, got ndarray"),
+    (lora.trainable_parameter_count, (None,), {}, TypeError, "model must be a torch.nn.Module"),
+    (lora.trainable_parameter_count, ([nn.Linear(2, 2)],), {}, TypeError, "got list"),
+    (lora.trainable_parameter_count, ("model",), {}, TypeError, "got str"),
+    (dpo.dpo_loss, (LP, LP, LP, torch.zeros(2)), {}, ValueError,
+     "reference_rejected_logps must have shape (pairs,) like policy_chosen_logps (3,), got (2,)"),
+    (dpo.dpo_loss, (LP, LP, LP, LP), {"beta": 0.0}, ValueError,
+     "beta must be a finite number > 0, got 0.0"),
+    (dpo.dpo_loss, (LP, [0.0, 0.0, 0.0], LP, LP), {}, TypeError,
+     "policy_rejected_logps must be a floating torch.Tensor (pairs,), got list"),
+    (dpo.dpo_loss, (torch.zeros(3, 1), torch.zeros(3, 1), torch.zeros(3, 1), torch.zeros(3, 1)),
+     {}, ValueError, "policy_chosen_logps must have shape (pairs,)"),
+    (assistant.add_chat_tokens, (MODERN_S, 20), {}, TypeError,
+     "model must be a course_lib GPT, got ModernLM"),
+    (assistant.add_chat_tokens, (gpt.GPT(11, 8, d_model=8, num_heads=2, num_layers=1), 11), {},
+     ValueError, "vocab_size must be larger than the model's 11 tokens, got 11"),
+    (assistant.add_chat_tokens, (gpt.GPT(11, 8, d_model=8, num_heads=2, num_layers=1), 12.0), {},
+     TypeError, "vocab_size must be an integer, got float"),
+    (assistant.chat_batch, ([],), {}, ValueError, "rendered must be a non-empty list"),
+    (assistant.chat_batch, (([1, 2], [True, False]),), {}, TypeError,
+     "rendered must be a list of (ids, loss_mask) pairs; for one use [pair]"),
+    (assistant.chat_batch, ([([1, 2], [True])],), {}, ValueError,
+     "rendered[0] must be (ids, loss_mask) of equal lengths"),
+    (assistant.response_loss, (GPT_CHAT, CHAT_IDS, CHAT_MASK[:, 1:]), {}, ValueError,
+     "loss_mask must have the shape of ids"),
+    (assistant.response_loss, (GPT_CHAT, CHAT_IDS, CHAT_MASK.long()), {}, TypeError,
+     "loss_mask must be a torch.bool tensor (batch, n)"),
+    (assistant.response_loss, (GPT_CHAT, CHAT_IDS, torch.zeros_like(CHAT_MASK)), {}, ValueError,
+     "loss_mask marks no target token"),
+    (assistant.response_loss, (None, CHAT_IDS, CHAT_MASK), {}, TypeError,
+     "model must be a torch.nn.Module, got NoneType"),
+    (assistant.sequence_logprobs, (GPT_CHAT, CHAT_IDS.float(), CHAT_MASK), {}, TypeError,
+     "ids must be a torch.long tensor (batch, n)"),
+    (assistant.sequence_logprobs, (GPT_CHAT, CHAT_IDS[:, :1], CHAT_MASK[:, :1]), {}, ValueError,
+     "ids must hold at least 2 positions"),
+    (assistant.sequence_logprobs, (GPT_CHAT, CHAT_IDS, CHAT_MASK[0]), {}, ValueError,
+     "loss_mask must have the shape of ids"),
+    (assistant.generate_replies, (GPT_CHAT, CHAT_TOK, "hi"), {}, TypeError,
+     "prompts must be a list of str, got str"),
+    (assistant.generate_replies, (GPT_CHAT, CHAT_TOK, ["hi"]), {"max_new_tokens": 0}, ValueError,
+     "max_new_tokens must be >= 1, got 0"),
+    (assistant.generate_replies, (None, CHAT_TOK, ["hi"]), {}, TypeError,
+     "model must be a torch.nn.Module, got NoneType"),
+    (assistant.load_assistant, ("best",), {}, ValueError,
+     "name must be one of ['dpo', 'lora', 'tuned'], got 'best'"),
+    (assistant.load_assistant, (3,), {}, ValueError, "name must be one of"),
+    (assistant.load_assistant, ("tuned",), {"path": "no/such.pt"}, FileNotFoundError,
+     "path 'no/such.pt': no such checkpoint file"),
+    (assistant.load_assistant, ("tuned", gpt.GPT_CHECKPOINT), {}, ValueError,
+     "is not a chat assistant checkpoint: it lacks ['replies']"),
 ]  # fmt: skip
 
 
@@ -799,6 +909,10 @@ EXEMPT = {
     "and translation_loss check what they read from it",
     "course_lib.data.translation.sampling.TranslationData": "result record of "
     "make_translation_data()",
+    "course_lib.data.chat.load_chat_tokenizer": "takes no argument",
+    "course_lib.data.instructions.instruction_words": "takes no argument",
+    "course_lib.data.instructions.Instruction": "result record of make_instruction()",
+    "course_lib.models.lora.LoRALinear.merge": "takes no argument",
 }
 
 

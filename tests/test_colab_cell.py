@@ -1,8 +1,8 @@
 """The Colab cell every notebook opens with, run in a simulated Colab and outside it.
 
-On Colab the cell must install the course library with pip from the repository's URL (the
-same repository the README's badges open), and that URL must install what the notebooks
-import: the repository root holds a ``pyproject.toml`` for the ``course_lib`` package, and a
+On Colab the cell must install the course library with its extra ``lectures`` with pip from
+the repository's URL (the same repository the README's badges open), and that URL must install
+what the notebooks import (tests/test_optional.py holds the imports to the core and the extra): the repository root holds a ``pyproject.toml`` for the ``course_lib`` package, and a
 wheel built from it carries every file of ``course_lib`` (modules, vendored JavaScript, the
 pretraining corpus, the tiny BERT checkpoint). Anywhere else the cell must do nothing.
 Colab is simulated by a fake ``google.colab`` module in ``sys.modules``; ``subprocess.run``
@@ -30,11 +30,12 @@ NOTEBOOKS = [
 
 
 def _repository_url() -> str:
-    """The GitHub repository the README's Colab badges open, as a pip URL."""
+    """The GitHub repository the README's Colab badges open, as a pip requirement: the course
+    library with the extra that holds what the lectures import (pyproject.toml)."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     repos = set(re.findall(r"colab\.research\.google\.com/github/([\w.-]+/[\w.-]+)/blob/", readme))
     assert len(repos) == 1, f"README's Colab badges point at {repos or 'no repository'}"
-    return f"git+https://github.com/{repos.pop()}"
+    return f"course_lib[lectures] @ git+https://github.com/{repos.pop()}"
 
 
 def _first_code_cell(path: Path) -> str:

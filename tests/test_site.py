@@ -56,7 +56,7 @@ PAGE_STATE_JS = r"""(() => {
     links: Array.from(document.querySelectorAll("a[href]")).map(a => a.href),
     ids: Array.from(document.querySelectorAll("[id], a[name]")).map(e => e.id || e.name),
     images: Array.from(document.images).map(i => ({
-      src: i.currentSrc || i.src, ok: i.complete && i.naturalWidth > 0 })),
+      src: i.currentSrc || i.src, ok: i.complete && i.naturalWidth > 0, alt: i.alt })),
   };
 })()"""
 
@@ -103,6 +103,11 @@ def _page_problems(state: dict, errors: list[dict]) -> list[str]:
     problems += [f"formula not typeset: {e}" for e in state["katexErrors"]]
     problems += [f"raw TeX left in the text: {t!r}" for t in state["rawTex"]]
     problems += [f"image does not load: {i['src'][:120]}" for i in state["images"] if not i["ok"]]
+    problems += [
+        f"image without a specific alt text ({i['alt']!r}): {i['src'][:60]}"
+        for i in state["images"]
+        if i["alt"].strip().lower() in ("", "figure", "image")
+    ]
     return problems
 
 
@@ -273,6 +278,7 @@ def test_no_slide_overflows_its_frame(slides, chromium):
             )
             reports = browser.evaluate(DECK_REPORT_JS)
             minimum = browser.evaluate("courseDeck.minText")
+            assert minimum >= 22, f"deck.js lets text shrink to {minimum} px; the floor is 22"
             for r in reports:
                 assert r["fontSize"] >= minimum, (deck, r)
                 if r["overflow"]:

@@ -208,9 +208,90 @@ def test_temperature_slider_returns_a_widget_and_fallback_without_ipywidgets(mon
 
     widget = temperature_slider([1.0, 2.0, 3.0])
     assert widget is not None and widget.children[0].description == "T"
+    # A saved notebook read without a kernel shows the text version: it must say what it is.
+    text = widget._repr_mimebundle_()["text/plain"]
+    assert text.startswith("<temperature slider: drag T from 0.1 to 31.6"), text
+    assert widget.children[0].min == -1 and widget.children[0].max == 1.5  # 10^-1 .. 10^1.5
     monkeypatch.setitem(sys.modules, "ipywidgets", None)  # import ipywidgets -> ImportError
     n_before = len(plt.get_fignums())
     assert temperature_slider([1.0, 2.0, 3.0]) is None
     assert len(plt.get_fignums()) == n_before + 1  # the static figure was drawn
     with pytest.raises(TypeError, match=r"scores must contain real numbers"):
         temperature_slider(["a"])
+
+
+# --- annotations: readable on every cell, whatever the colour map -------------------------
+
+
+def _srgb_luminance(rgb) -> float:
+    """WCAG 2 relative luminance, written out channel by channel (sRGB in [0, 1])."""
+
+    def lin(c):
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (lin(float(c)) for c in rgb[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _contrast(a, b) -> float:
+    hi, lo = sorted((_srgb_luminance(a), _srgb_luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_luminance_and_contrast_helpers_match_hand_values():
+    # WCAG's extremes: black on white is 21:1; sRGB 0.5 grey has luminance 0.2140.
+    assert _contrast((0, 0, 0), (1, 1, 1)) == pytest.approx(21.0)
+    assert _srgb_luminance((0.5, 0.5, 0.5)) == pytest.approx(0.2140, abs=1e-4)
+
+
+_GRADIENT = np.linspace(0.0, 1.0, 20).reshape(4, 5)  # every shade from lightest to darkest
+_HEATMAP_KINDS = {
+    "plot_heatmap viridis": lambda: plot_heatmap(_GRADIENT, annotate=True),
+    "plot_heatmap magma": lambda: plot_heatmap(_GRADIENT, cmap="magma", annotate=True),
+    "plot_heatmap RdBu": lambda: plot_heatmap(_GRADIENT - 0.5, cmap="RdBu", annotate=True),
+    "plot_attention Blues": lambda: plot_attention(_GRADIENT, annotate=True),
+    "plot_alignment Greys": lambda: plot_alignment(
+        _GRADIENT, list("abcde"), list("wxyz"), annotate=True, mark_max=False
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(_HEATMAP_KINDS))
+def test_every_annotation_contrasts_with_the_cell_it_is_drawn_on(kind):
+    """Render the figure, read each cell's painted colour from the pixels (the median of the
+    cell, which the small text barely touches) and require WCAG's 4.5 : 1 for normal text."""
+    ax = _HEATMAP_KINDS[kind]()
+    fig = ax.figure
+    fig.canvas.draw()
+    pixels = np.asarray(fig.canvas.buffer_rgba())[..., :3] / 255.0
+    height = pixels.shape[0]
+    texts = [t for t in ax.texts if t.get_text()]
+    assert len(texts) == _GRADIENT.size
+    worst = []
+    for t in texts:
+        j, i = t.get_position()
+        (x0, y0), (x1, y1) = ax.transData.transform([(j - 0.45, i - 0.45), (j + 0.45, i + 0.45)])
+        cols = slice(int(min(x0, x1)), int(max(x0, x1)))
+        rows = slice(int(height - max(y0, y1)), int(height - min(y0, y1)))  # y counts upwards
+        cell = np.median(pixels[rows, cols].reshape(-1, 3), axis=0)
+        text_rgb = matplotlib.colors.to_rgb(t.get_color())
+        worst.append((_contrast(cell, text_rgb), t.get_text()))
+    ratio, label = min(worst)
+    assert ratio >= 4.5, f"{kind}: annotation {label} has contrast {ratio:.2f} against its cell"
+
+
+def test_annotation_colour_follows_the_map_not_the_value():
+    # The largest weight is dark in Blues (white text) but light in viridis (black text).
+    w = np.array([[0.0, 1.0]])
+    blues = plot_attention(w, annotate=True)
+    viridis = plot_heatmap(w, annotate=True)
+    assert [t.get_color() for t in blues.texts] == ["black", "white"]
+    assert [t.get_color() for t in viridis.texts] == ["white", "black"]
+
+
+def test_a_large_heatmap_stays_page_sized():
+    # 40 x 40 cells at half an inch each would be a 22.5 x 19.5 inch figure.
+    ax = plot_heatmap(np.ones((40, 40)))
+    assert tuple(ax.figure.get_size_inches()) == (9.0, 7.5)
+    ax = plot_heatmap(np.ones((2, 3)))
+    assert tuple(ax.figure.get_size_inches()) == pytest.approx((4.0, 2.4))

@@ -211,3 +211,37 @@ def test_vendored_bertviz_scripts_are_the_pinned_release():
     assert "jQuery v2.2.4" in static.joinpath("jquery-2.2.4.min.js").read_text()[:100]
     for lic in ("bertviz", "d3", "jquery", "requirejs"):
         assert static.joinpath(f"LICENSE-{lic}.txt").is_file()
+
+
+def test_a_views_text_version_says_what_it_shows():
+    """A saved notebook that leaves the page out keeps this line (tools.nbbuild, strip-output)."""
+    tokens = ["a", "b", "c", "d"]
+    view = head_view(_weights(), tokens, layer=2, heads=[1])
+    assert "head view of 3 layer(s) x 2 heads, 4 tokens; layer 2, heads 1 switched on" in repr(view)
+    assert "all heads" in repr(head_view(_weights(), tokens))
+    assert "model view of 3 layer(s) x 2 heads, 4 tokens" in repr(model_view(_weights(), tokens))
+
+
+def test_nbbuild_keeps_only_the_text_of_a_stripped_view(monkeypatch, tmp_path):
+    import nbformat
+
+    import tools.nbbuild as nbbuild
+
+    view = head_view(_weights(), ["a", "b", "c", "d"])
+
+    def fake_run(nb, folder, timeout=600):  # what nbclient stores for `head_view(...)`
+        nb.cells[0].outputs = [
+            nbformat.v4.new_output(
+                "execute_result",
+                data={"text/html": view.html, "text/plain": repr(view)},
+                execution_count=1,
+            )
+        ]
+
+    monkeypatch.setattr(nbbuild, "run_notebook", fake_run)
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_code_cell("head_view(w, tokens)"))
+    nb.cells[0].metadata["tags"] = ["nbval-ignore-output", "strip-output"]
+    nbbuild.execute(nb, tmp_path)
+    (out,) = nb.cells[0].outputs
+    assert out["data"] == {"text/plain": repr(view)} and out["output_type"] == "display_data"

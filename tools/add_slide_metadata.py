@@ -1,4 +1,8 @@
-"""Give every cell of the lecture notebooks reveal.js slide metadata (``make slides`` needs it).
+"""Give every cell of the lecture notebooks reveal.js slide metadata.
+
+The metadata serves ``jupyter nbconvert --to slides`` and RISE-style slide views of a
+notebook. The course's own decks (``make slides``, tools/sitebuild/deck.py) cut each lecture
+themselves and read only ``skip`` from it.
 
     python -m tools.add_slide_metadata [NOTEBOOK.ipynb ...]   # default: notebooks/[0-9][0-9]_*.ipynb
     python -m tools.add_slide_metadata --check [...]          # exit 1 if a notebook would change

@@ -79,11 +79,22 @@ def execute(nb: nbformat.NotebookNode, folder: Path, timeout: int = 600) -> None
                 out.traceback = [f"\x1b[0;31m{out.ename}\x1b[0m: {out.evalue}"]
         # Large or run-dependent outputs (interactive attention views, ~0.5 MB each) are not
         # committed: the cell ran (execution count kept), nbval is told to ignore its output.
+        # A displayed object keeps its one-line text version, so that a reader of the saved
+        # notebook sees what the cell shows instead of nothing.
         tags = cell.metadata.get("tags", [])
         if "strip-output" in tags:
             if "nbval-ignore-output" not in tags:
                 raise ValueError(f"{cell.id}: tag strip-output needs nbval-ignore-output too")
-            cell.outputs = []
+            cell.outputs = [
+                _text_only(out) for out in cell.outputs if "text/plain" in out.get("data", {})
+            ]
+
+
+def _text_only(out: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A display output reduced to its ``text/plain`` (for cells tagged ``strip-output``)."""
+    return nbformat.v4.new_output(
+        "display_data", data={"text/plain": out["data"]["text/plain"]}, metadata={}
+    )
 
 
 def main(argv: list[str]) -> int:

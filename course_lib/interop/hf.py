@@ -7,6 +7,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .._optional import require
 from ..configs import BertEncoderConfig, GPTConfig, ModernConfig
 from ..models.bert_encoder import BertEncoder
 from ..models.gpt import GPT
@@ -30,8 +31,7 @@ def _gpt(model) -> tuple[GPT, dict]:
     ``nn.Linear`` keeps ``(out, in)``, so each weight is transposed. ``c_attn`` holds the query,
     key and value maps side by side (``(d, 3d)``). Dropout comes from the config; compare
     outputs in eval mode."""
-    from transformers import GPT2LMHeadModel
-
+    GPT2LMHeadModel = require("transformers", "from_hf").GPT2LMHeadModel
     c = model.config
     _refuse(c, {"scale_attn_weights": True, "scale_attn_by_inverse_layer_idx": False,
                 "reorder_and_upcast_attn": False, "add_cross_attention": False}, "GPT")  # fmt: skip
@@ -184,9 +184,9 @@ def from_hf(model: nn.Module) -> nn.Module:
     relative positions, a BERT used as a decoder, ...) are refused by name. The tests hold
     each copy to ``transformers``' outputs to 1e-5.
     """
-    from transformers import BertModel, GPT2LMHeadModel, GPT2Model, LlamaForCausalLM
-
-    build = {GPT2LMHeadModel: _gpt, GPT2Model: _gpt, LlamaForCausalLM: _llama, BertModel: _bert}
+    hf = require("transformers", "from_hf")
+    build = {hf.GPT2LMHeadModel: _gpt, hf.GPT2Model: _gpt, hf.LlamaForCausalLM: _llama,
+             hf.BertModel: _bert}  # fmt: skip
     kind = type(model)
     if kind not in build:
         raise TypeError(

@@ -2,12 +2,15 @@
 (tiny BERT, the BertEncoder that runs real weights, its MLM head, fine-tuning heads); GPT and
 text generation; a Llama-style ModernLM."""
 
+from .assistant import *  # noqa: F403
 from .bert import *  # noqa: F403
 from .bert_encoder import *  # noqa: F403
 from .classifier import *  # noqa: F403
 from .decoding import *  # noqa: F403
+from .dpo import *  # noqa: F403
 from .generation import *  # noqa: F403
 from .gpt import *  # noqa: F403
+from .lora import *  # noqa: F403
 from .mlm_head import *  # noqa: F403
 from .modern import *  # noqa: F403
 from .ngram import *  # noqa: F403

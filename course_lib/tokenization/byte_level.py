@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import functools
 
-import regex
-
+from .._optional import require
 from .._validation import check_str
+
+regex = require("regex", "GPT-2's byte-level pattern")
 
 __all__ = ["bytes_to_unicode", "pretokenize_bytes"]
 

@@ -37,6 +37,25 @@ def _labels(labels, name: str, n: int, what: str) -> list | None:
     return labels
 
 
+def _relative_luminance(rgb) -> float:
+    """WCAG 2 relative luminance of an sRGB colour with channels in [0, 1]."""
+    c = np.asarray(rgb, dtype=float)[:3]
+    linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    return float(linear @ [0.2126, 0.7152, 0.0722])
+
+
+def _text_colour_on(rgba) -> str:
+    """Black or white, whichever contrasts more with a cell painted ``rgba``.
+
+    Black text on luminance L has contrast (L + 0.05) / 0.05, white (1.05) / (L + 0.05); they
+    are equal at L = 0.179, so either choice gives a contrast ratio of at least 4.58 : 1.
+    A cell with no colour (NaN, alpha 0) shows the white axes background: black.
+    """
+    if rgba[3] == 0:
+        return "black"
+    return "black" if _relative_luminance(rgba) > 0.179 else "white"
+
+
 def plot_heatmap(
     matrix,
     *,
@@ -61,15 +80,18 @@ def plot_heatmap(
     ):
         if labels is not None and len(check_token_sequence(labels, name)) != size:
             raise ValueError(f"{name} has {len(labels)} labels but the matrix has {size} there")
-    if ax is None:
-        _, ax = plt.subplots(figsize=(0.5 * m.shape[1] + 2.5, 0.45 * m.shape[0] + 1.5))
+    if ax is None:  # about half an inch per cell, but never wider than a page (9 x 7.5 inches)
+        size = (min(0.5 * m.shape[1] + 2.5, 9.0), min(0.45 * m.shape[0] + 1.5, 7.5))
+        _, ax = plt.subplots(figsize=size)
     im = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
     if x_labels is not None:
         ax.set_xticks(range(m.shape[1]), labels=list(x_labels), rotation=60, ha="right")
     if y_labels is not None:
         ax.set_yticks(range(m.shape[0]), labels=list(y_labels))
     if annotate:
-        mid = (np.nanmax(m) + np.nanmin(m)) / 2
+        # The text colour follows the colour the cell is actually painted (its luminance),
+        # not the value: a high value is dark in Blues/Greys but light in viridis.
+        cell_rgba = im.cmap(im.norm(m))  # (rows, cols, 4)
         for (i, j), val in np.ndenumerate(m):
             ax.text(
                 j,
@@ -78,7 +100,7 @@ def plot_heatmap(
                 ha="center",
                 va="center",
                 fontsize=8,
-                color="black" if val > mid else "white",
+                color=_text_colour_on(cell_rgba[i, j]),
             )
     if title:
         ax.set_title(title)

@@ -89,11 +89,12 @@ class AttentionView:
     is the standalone page inside it, which ``save(path)`` writes to a file a browser opens.
     """
 
-    def __init__(self, kind: str, page: str, view_id: str, height: int):
+    def __init__(self, kind: str, page: str, view_id: str, height: int, summary: str = ""):
         self.kind = kind
         self.page = page
         self.view_id = view_id
         self.height = height
+        self.summary = summary  # what the view shows, in words: its text/plain stand-in
 
     @property
     def html(self) -> str:
@@ -117,7 +118,13 @@ class AttentionView:
             f.write(self.page)
 
     def __repr__(self) -> str:
-        return f"<AttentionView {self.kind} {self.view_id}>"
+        # The text a saved notebook shows where the interactive page is not kept (GitHub,
+        # nbviewer, lecture notebooks that leave the ~450 kB page out).
+        about = f": {self.summary}" if self.summary else ""
+        return (
+            f"<AttentionView {self.kind} {self.view_id}{about}; interactive, drawn when the cell "
+            "runs in Jupyter>"
+        )
 
 
 def _prepare(attention, tokens, key_tokens, prettify_tokens: bool):
@@ -225,7 +232,12 @@ def head_view(
     page, view_id = _page("head_view", params, data, 'Layer: <select id="layer"></select>')
     # bertviz draws one 22.5 px row per token below a 30 px band of head squares.
     height = int(max(len(tokens), len(key_tokens)) * 22.5 + 30 + 60)
-    return AttentionView("head", page, view_id, height)
+    shown = f"layer {layers[0] if layer is None else layer}"
+    shown += f", heads {', '.join(map(str, heads))} switched on" if heads else ", all heads"
+    summary = (
+        f"head view of {len(layers)} layer(s) x {n_heads} heads, {len(tokens)} tokens; {shown}"
+    )
+    return AttentionView("head", page, view_id, height, summary)
 
 
 def model_view(
@@ -264,7 +276,8 @@ def model_view(
     thumb = n * 7 * (12 / n_heads) + 10
     axis = 15 + 5 + 13 + 5
     height = int(max(len(layers) * thumb + axis, n * 18 + 30 + 25) + 40)
-    return AttentionView("model", page, view_id, height)
+    summary = f"model view of {len(layers)} layer(s) x {len(heads)} heads, {n} tokens"
+    return AttentionView("model", page, view_id, height, summary)
 
 
 # Used by tests: every library the page inlines, to check nothing else refers to the web.

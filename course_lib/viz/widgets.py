@@ -73,5 +73,13 @@ def temperature_slider(scores, labels=None):
         ax.set_title(f"softmax(scores / T), T = {temperature:.2f}")
         plt.show()
 
+    class TemperatureSlider(widgets.interactive):
+        def __repr__(self) -> str:
+            # The text a saved notebook shows where widgets do not run (GitHub, the site).
+            return (
+                "<temperature slider: drag T from 0.1 to 31.6 to redraw softmax(scores / T); "
+                "interactive, it needs a running Python kernel>"
+            )
+
     slider = widgets.FloatLogSlider(value=1.0, base=10, min=-1, max=1.5, step=0.05, description="T")
-    return widgets.interactive(draw, temperature=slider)
+    return TemperatureSlider(draw, temperature=slider)

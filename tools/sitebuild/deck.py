@@ -21,6 +21,7 @@ The deck is a 1280 × 720 (16:9) reveal.js page; ``templates/deck.js`` shrinks a
 from __future__ import annotations
 
 import base64
+import copy
 import html
 import os
 import re
@@ -35,7 +36,7 @@ from pygments.lexers import PythonLexer
 
 from ..offline_html import check_offline
 from .links import ROOT
-from .pages import executed, fresh_output, katex_head, template, title_of
+from .pages import executed, fresh_output, katex_head, label_figures, template, title_of
 from .vendor import REVEAL, vendor
 
 __all__ = ["build_slides", "deck_slides", "render_deck"]
@@ -112,18 +113,57 @@ def _table_parts(text: str) -> list[Part]:
     """A Markdown table, split into slides of :data:`TABLE_ROWS` rows (header repeated)."""
     rows = [r for r in text.strip().splitlines() if r.strip()]
     head, body = rows[:2], rows[2:]
-    parts = []
-    for i in range(0, max(len(body), 1), TABLE_ROWS):
-        chunk = head + body[i : i + TABLE_ROWS]
-        weight = sum(_lines(r, 110) for r in chunk) * 1.3
-        parts.append(
-            Part(f'<div class="deck-table">{markdown_html(chr(10).join(chunk))}</div>', weight)
+
+    def weight(chunk: list[str]) -> float:
+        return sum(_lines(r, 110) for r in chunk) * 1.3
+
+    chunks: list[list[str]] = [[]]
+    for row in body:  # at most TABLE_ROWS rows, fewer if long rows would not fit
+        if chunks[-1] and (
+            len(chunks[-1]) == TABLE_ROWS or weight(head + chunks[-1] + [row]) > LIMIT - 2
+        ):
+            chunks.append([])
+        chunks[-1].append(row)
+    return [
+        Part(
+            f'<div class="deck-table">{markdown_html(chr(10).join(head + c))}</div>',
+            weight(head + c),
         )
-    return parts
+        for c in chunks
+    ]
+
+
+def _list_items(text: str) -> list[str]:
+    """The top-level items of a Markdown list, each as the list it would be on its own.
+
+    An ordered list keeps its numbering: item 3 becomes ``3. ...``, which renders as
+    ``<ol start="3">``.
+    """
+    protected = _MATH.sub(lambda m: "\n".join(["MMM"] * (m.group(0).count("\n") + 1)), text)
+    lines = text.splitlines()
+    items = [
+        "\n".join(lines[tok.map[0] : tok.map[1]]).rstrip()
+        for tok in _MD.parse(protected)
+        if tok.type == "list_item_open" and tok.level == 1 and tok.map is not None
+    ]
+    return items or [text]
+
+
+def _quote_pieces(text: str) -> list[str]:
+    """A ``>`` block split at its paragraphs and list items, each still a ``>`` block."""
+    inner = "\n".join(re.sub(r"^\s*> ?", "", line) for line in text.splitlines())
+    pieces = []
+    for kind, block in _blocks(inner):
+        pieces += _list_items(block) if kind == "list" else [block]
+    return ["\n".join("> " + line for line in piece.splitlines()) for piece in pieces]
 
 
 def _markdown_parts(kind: str, text: str) -> tuple[list[Part], str | None]:
-    """Slide parts for one block, or the notes it becomes."""
+    """Slide parts for one block, or the notes it becomes.
+
+    Lists and ``>`` boxes are cut at their items and paragraphs, one part each, so that a long
+    summary or "⚠️ In the notes" box continues on the next slide instead of being shrunk.
+    """
     if kind == "paragraph":
         if text.strip().startswith("$$"):
             return [Part(markdown_html(text), 2.5 * max(1, text.count("\\\\") + 1))], None
@@ -133,7 +173,14 @@ def _markdown_parts(kind: str, text: str) -> tuple[list[Part], str | None]:
     if kind == "table":
         return _table_parts(text), None
     if kind == "quote":
-        return [Part(markdown_html(text), _lines(text, 66) * 1.35 + 0.8)], None
+        return [
+            Part(markdown_html(piece), _lines(piece, 66) * 1.35 + 0.8)
+            for piece in _quote_pieces(text)
+        ], None
+    if kind == "list":
+        return [
+            Part(markdown_html(item), _lines(item, 60) * 1.4 + 0.4) for item in _list_items(text)
+        ], None
     return [Part(markdown_html(text), _lines(text, 60) * 1.4 + 0.4)], None
 
 
@@ -147,7 +194,8 @@ def _code_chunks(source: str, most: int = MAX_CODE_LINES) -> list[str]:
     lines = source.splitlines()
     chunks: list[list[str]] = [[]]
     for i, line in enumerate(lines):
-        if len(chunks[-1]) >= most or (
+        shown = sum(_lines(x, 95) for x in chunks[-1])  # long lines wrap on the slide
+        if shown + _lines(line, 95) > most or (
             not line.strip()
             and len(chunks[-1]) > most // 2
             and i + 1 < len(lines)
@@ -159,13 +207,24 @@ def _code_chunks(source: str, most: int = MAX_CODE_LINES) -> list[str]:
     return ["\n".join(c).rstrip() for c in chunks if any(x.strip() for x in c)]
 
 
-def _text_output(text: str) -> Part:
+def _text_output(text: str) -> list[Part]:
+    """A text output, cut after :data:`MAX_OUTPUT_LINES` lines; if its lines are so long that
+    they wrap past one slide's budget, it continues on the next slide (one part per piece)."""
     lines = text.rstrip("\n").splitlines()
     if len(lines) > MAX_OUTPUT_LINES:
         more = len(lines) - MAX_OUTPUT_LINES
         lines = lines[:MAX_OUTPUT_LINES] + [f"… ({more} more lines in the lecture)"]
-    text = "\n".join(lines)
-    return Part(f'<pre class="deck-out">{html.escape(text)}</pre>', _lines(text, 95) * 0.95 + 0.5)
+    pieces: list[list[str]] = [[]]
+    for line in lines:
+        if pieces[-1] and (sum(_lines(x, 95) for x in pieces[-1]) + _lines(line, 95)) * 0.95 > (
+            LIMIT - 3
+        ):
+            pieces.append([])
+        pieces[-1].append(line)
+    return [
+        Part(f'<pre class="deck-out">{html.escape(chunk)}</pre>', _lines(chunk, 95) * 0.95 + 0.5)
+        for chunk in ("\n".join(piece) for piece in pieces)
+    ]
 
 
 _POINTER = "interactive: open the lecture in JupyterLab or on the course site"
@@ -177,9 +236,9 @@ def _output_parts(outputs: list) -> list[Part]:
         kind = out.get("output_type")
         if kind == "stream":
             if out.get("name") == "stdout" and out.get("text", "").strip():
-                parts.append(_text_output(out["text"]))
+                parts += _text_output(out["text"])
         elif kind == "error":
-            parts.append(_text_output(f"{out['ename']}: {out['evalue']}"))
+            parts += _text_output(f"{out['ename']}: {out['evalue']}")
         elif kind in ("execute_result", "display_data"):
             data = out.get("data", {})
             if "image/png" in data:
@@ -189,7 +248,8 @@ def _output_parts(outputs: list) -> list[Part]:
                 if height is None and raw[:8] == b"\x89PNG\r\n\x1a\n":
                     height = int.from_bytes(raw[20:24], "big")
                 weight = min(height or 400, 460) / 22
-                img = f'<img class="deck-img" src="data:image/png;base64,{png}" alt="figure">'
+                alt = html.escape(out["metadata"]["image/png"]["alt"])  # label_figures
+                img = f'<img class="deck-img" src="data:image/png;base64,{png}" alt="{alt}">'
                 parts.append(Part(f'<div class="deck-figure">{img}</div>', weight))
             elif "application/vnd.jupyter.widget-view+json" in data or (
                 "<iframe" in data.get("text/html", "")
@@ -201,13 +261,16 @@ def _output_parts(outputs: list) -> list[Part]:
                     parts += _table_parts(text)
                 elif text.lstrip().startswith("```"):
                     code = re.sub(r"^```\w*\n|\n```\s*$", "", text.strip())
-                    parts.append(Part(_code_html(code), _lines(code, 95) * 0.95 + 0.6))
+                    parts += [
+                        Part(_code_html(chunk), _lines(chunk, 95) * 0.95 + 0.6)
+                        for chunk in _code_chunks(code)
+                    ]
                 else:
                     parts.append(Part(markdown_html(text), _lines(text, 60) * 1.4))
             elif "text/html" in data:
                 parts.append(Part(f'<div class="deck-html">{data["text/html"]}</div>', 10))
             elif "text/plain" in data:
-                parts.append(_text_output(data["text/plain"]))
+                parts += _text_output(data["text/plain"])
     return parts
 
 
@@ -218,6 +281,7 @@ def _is_colab_cell(cell) -> bool:
 def deck_slides(nb: nbformat.NotebookNode) -> list[Slide]:
     """The lecture cut into slides (see the module docstring)."""
     slides: list[Slide] = []
+    nb = label_figures(copy.deepcopy(nb))  # every figure gets an alt text
 
     def current() -> Slide:
         if not slides:

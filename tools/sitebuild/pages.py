@@ -34,7 +34,16 @@ from .links import (
 )
 from .vendor import KATEX, vendor
 
-__all__ = ["build_site", "executed", "fresh_output", "katex_head", "notebook_sources", "template"]
+__all__ = [
+    "build_site",
+    "executed",
+    "figure_alt",
+    "fresh_output",
+    "katex_head",
+    "label_figures",
+    "notebook_sources",
+    "template",
+]
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -93,6 +102,46 @@ def render_markdown_page(source: Path, page: Path, static: str, extra_nav: str =
     )
 
 
+# A figure's title in the code that draws it: title="...", set_title("..."), suptitle("...").
+_FIGURE_TITLE = re.compile(r"""(?:\btitle\s*=\s*|set_title\(\s*|suptitle\(\s*)f?(["'])(.+?)\1""")
+
+
+def _plain(markdown: str) -> str:
+    """Markdown reduced to plain text for an alt attribute (TeX kept, markup dropped)."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown)  # [text](link) -> text
+    text = re.sub(r"^\s*(#+|>|[-*]|\d+\.)\s+", "", text, flags=re.M)
+    text = re.sub(r"[*`$]", "", text)  # emphasis, code and TeX delimiters
+    return " ".join(text.split())
+
+
+def figure_alt(source: str, before: str) -> str:
+    """An alt text for the figures a code cell draws: the titles its code gives them, else the
+    first sentence of the last paragraph of the Markdown cell ``before`` it."""
+    titles = [re.sub(r"\{[^}]*\}", "…", m.group(2)) for m in _FIGURE_TITLE.finditer(source)]
+    paragraphs = [p for p in re.split(r"\n\s*\n", before) if p.strip()]
+    sentence = _plain(paragraphs[-1]) if paragraphs else ""
+    sentence = re.split(r"(?<=[.!?:])\s", sentence, maxsplit=1)[0].rstrip(":")
+    text = "; ".join(dict.fromkeys(titles))
+    if not text or ("…" in text and sentence):  # a title filled in by the code says too little
+        text = f"{sentence} ({text})" if text else sentence
+    return f"Figure: {text[:240]}" if text else "Figure drawn by the code cell above"
+
+
+def label_figures(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Give every PNG output of ``nb`` an alt text (output metadata ``image/png.alt``), which
+    the site's template and the decks write into ``<img alt=...>``; returns ``nb``."""
+    before = ""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            before = cell.source
+            continue
+        for out in cell.get("outputs", []):
+            if "image/png" in out.get("data", {}):
+                meta = out.setdefault("metadata", {})
+                meta.setdefault("image/png", {})["alt"] = figure_alt(cell.source, before)
+    return nb
+
+
 def needs_execution(nb: nbformat.NotebookNode) -> bool:
     """True if the committed notebook leaves out outputs on purpose (``strip-output`` cells)."""
     return any("strip-output" in c.metadata.get("tags", []) for c in nb.cells)
@@ -128,6 +177,20 @@ def fresh_output(out: Path) -> Path:
     return static_dir
 
 
+def site_exporter() -> HTMLExporter:
+    """nbconvert's JupyterLab exporter with the course's offline template (notebook pages)."""
+    return HTMLExporter(
+        template_name="lab",
+        extra_loaders=[
+            DictLoader(
+                {"course_site.html.j2": offline_template(template("notebook_blocks.html.j2"))}
+            )
+        ],
+        template_file="course_site.html.j2",
+        embed_images=True,
+    )
+
+
 def build_site(out: Path, *, solutions: bool = True, slides: bool = True, log=print) -> list[Path]:
     """Render README, the Markdown pages and every notebook into ``out``; return the pages.
 
@@ -151,16 +214,7 @@ def build_site(out: Path, *, solutions: bool = True, slides: bool = True, log=pr
         from .deck import build_slides  # the decks import the site's helpers
 
         decks = {Path("slides") / d for d in build_slides(out / "slides", static_dir, log=log)}
-    exporter = HTMLExporter(
-        template_name="lab",
-        extra_loaders=[
-            DictLoader(
-                {"course_site.html.j2": offline_template(template("notebook_blocks.html.j2"))}
-            )
-        ],
-        template_file="course_site.html.j2",
-        embed_images=True,
-    )
+    exporter = site_exporter()
     for folder in folders:
         in_folder = [p for p in sources if p.parent.name == folder]
         for i, source in enumerate(in_folder):
@@ -189,7 +243,7 @@ def build_site(out: Path, *, solutions: bool = True, slides: bool = True, log=pr
                 },
                 "metadata": {"name": titles[page]},
             }
-            body, _ = exporter.from_notebook_node(nb, resources=resources)
+            body, _ = exporter.from_notebook_node(label_figures(nb), resources=resources)
             body = rewrite_links(body, source, page, out, pages, broken, left_out)
             check_offline(body, str(page))
             (out / page).parent.mkdir(parents=True, exist_ok=True)

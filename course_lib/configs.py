@@ -78,7 +78,7 @@ class ModernConfig:
     rope_theta: float = 10000.0  # RoPE base (Llama 2: 10,000; Llama 3: 500,000)
     rms_eps: float = 1e-6  # epsilon of every RMSNorm (Llama 2: 1e-5 in its config)
     tie_weights: bool = False  # LM head = token embedding matrix (Llama: no; small models: often)
-    max_len: int = 4096  # context length: the longest window generate() shows the model
+    max_len: int = 4096  # the longest window generate() shows the model; RoPE has no limit
 
     def __post_init__(self):
         _positive(self, "vocab_size", "num_layers", "d_ff", "max_len")

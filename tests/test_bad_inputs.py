@@ -131,6 +131,13 @@ CASES = [
     # BLEU
     (C.corpus_bleu, (["a b c", "d e f"], [["a b c", "d e f"]]), {}, ValueError,
      "references looks like sacrebleu's reference streams"),
+    (C.corpus_bleu, (["a b c", "d e f"], [["a b c", "d e f"]]), {}, ValueError,
+     "Convert streams with references_from_streams(streams)"),
+    (C.references_from_streams, ("a b",), {}, TypeError, "streams must be a list of reference streams"),
+    (C.references_from_streams, ([],), {}, ValueError, "streams is empty"),
+    (C.references_from_streams, ([["a", "b"], ["c"]],), {}, ValueError,
+     "streams[0] has 2, streams[1] has 1"),
+    (C.references_from_streams, ([["a", 3]],), {}, TypeError, "streams[0][1] must be a str or None, got int"),
     (C.corpus_bleu, (["a b c", "d e f"], [["a b c", "d e f"], ["a b x", "d e y"]]), {},
      ValueError, "references[i] is a str or a list of the references of hypotheses[i]"),
     (C.corpus_bleu, ("a b", ["a b"]), {}, TypeError, "hypotheses must be a list of str, got str"),

@@ -85,7 +85,7 @@ USER_MSG = [{"role": "user", "content": "hi"}]
 CHAT_IDS, CHAT_MASK = assistant.chat_batch(
     [chat.render_chat(USER_MSG + [{"role": "assistant", "content": "yo"}], CHAT_TOK)]
 )
-GPT_CHAT = gpt.GPT(515, 32, d_model=8, num_heads=2, num_layers=1)
+GPT_CHAT = gpt.GPT(configs.GPTConfig(515, 32, d_model=8, num_heads=2, num_layers=1))
 LP = torch.zeros(3)
 LORA_L = lora.LoRALinear(nn.Linear(4, 3), 2, 4.0)
 NP_ = tg.NP("cat")
@@ -660,7 +660,7 @@ CASES = [
     (MODERN_S.forward, (IDS, LayerKVCache()), {}, TypeError, "cache must be a KVCache or None, got LayerKVCache"),
     (MODERN_S.forward, (IDS, _filled_cache(MODERN_2)), {}, ValueError, "cache holds 2 layers but the model has 1"),
     (MODERN_2.forward, (IDS, _filled_cache(MODERN_2, batch=2)), {}, ValueError, "this call needs batch=1"),
-    (MODERN_2.forward, (IDS, _filled_cache(MODERN_2, n=6)), {}, ValueError, "do not fit the context max_len=8"),
+    (MODERN_2.forward, (IDS, _filled_cache(MODERN_S)), {}, ValueError, "cache holds 1 layers but the model has 2"),
     (GPT_S.forward, (IDS, _filled_cache(MODERN_S)), {}, ValueError, "this call needs batch=1, kv_heads=2, d_head=4"),
     (BERT_S.forward, (torch.ones(1, 9, dtype=torch.long),), {}, ValueError, "max_len=8 position embeddings"),
     (BERT_S.forward, (IDS, torch.zeros(1, 2, dtype=torch.long)), {}, ValueError, "segment_ids must have the shape of input_ids (1, 3)"),
@@ -820,9 +820,9 @@ CASES = [
      {}, ValueError, "policy_chosen_logps must have shape (pairs,)"),
     (assistant.add_chat_tokens, (MODERN_S, 20), {}, TypeError,
      "model must be a course_lib GPT, got ModernLM"),
-    (assistant.add_chat_tokens, (gpt.GPT(11, 8, d_model=8, num_heads=2, num_layers=1), 11), {},
+    (assistant.add_chat_tokens, (gpt.GPT(configs.GPTConfig(11, 8, d_model=8, num_heads=2, num_layers=1)), 11), {},
      ValueError, "vocab_size must be larger than the model's 11 tokens, got 11"),
-    (assistant.add_chat_tokens, (gpt.GPT(11, 8, d_model=8, num_heads=2, num_layers=1), 12.0), {},
+    (assistant.add_chat_tokens, (gpt.GPT(configs.GPTConfig(11, 8, d_model=8, num_heads=2, num_layers=1)), 12.0), {},
      TypeError, "vocab_size must be an integer, got float"),
     (assistant.chat_batch, ([],), {}, ValueError, "rendered must be a non-empty list"),
     (assistant.chat_batch, (([1, 2], [True, False]),), {}, TypeError,

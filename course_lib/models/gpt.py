@@ -109,9 +109,12 @@ class GPT(nn.Module):
         return self.lm_head(self.norm(x))  # (B, n, vocab)
 
 
-def check_lm_input(model: nn.Module, ids, cache, num_kv_heads: int) -> int:
+def check_lm_input(
+    model: nn.Module, ids, cache, num_kv_heads: int, positions_bounded: bool = True
+) -> int:
     """The door of a causal LM's ``forward``: ids in the vocabulary, a cache that belongs to this
-    model and batch, positions within the context. Returns the first position (``len(cache)``)."""
+    model and batch, and (``positions_bounded``: learned position embeddings) positions within
+    the context. Returns the first position (``len(cache)``)."""
     c = model.config
     check_token_ids(ids, "ids", "(batch, n)", c.vocab_size)
     if cache is None:
@@ -121,7 +124,7 @@ def check_lm_input(model: nn.Module, ids, cache, num_kv_heads: int) -> int:
             raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
         cache.check_fits(c.num_layers, ids.shape[0], num_kv_heads, c.d_model // c.num_heads)
         start = len(cache)
-    if start + ids.shape[1] > c.max_len:
+    if positions_bounded and start + ids.shape[1] > c.max_len:
         raise ValueError(
             f"ids: positions {start}..{start + ids.shape[1] - 1} do not fit the context "
             f"max_len={c.max_len} (the model sees at most {c.max_len} positions)"

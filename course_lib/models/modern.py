@@ -83,7 +83,8 @@ class ModernLM(nn.Module):
 
     def forward(self, ids: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
         """Next-token logits ``(batch, n, vocab)`` for ids ``(batch, n)`` (long)."""
-        check_lm_input(self, ids, cache, self.config.num_kv_heads)
+        # RoPE has no length limit: max_len bounds only what generate() shows the model
+        check_lm_input(self, ids, cache, self.config.num_kv_heads, positions_bounded=False)
         x = self.token_embedding(ids)  # (B, n, d): no positions added
         for i, block in enumerate(self.blocks):
             x = block(x, None if cache is None else cache.layer(i))

@@ -87,7 +87,9 @@ class TransformerTranslator(nn.Module):
         (``causal=True``, its default)."""
         check_token_ids(tgt_in, "tgt_in", "(batch, length)", self.tgt_embed.num_embeddings)
         check_features(memory, "memory", self.d_model)
-        x = self.decoder(self._embed(self.tgt_embed, tgt_in), memory, None, src_mask[:, None, :])
+        x = self.decoder(
+            self._embed(self.tgt_embed, tgt_in), memory, memory_mask=src_mask[:, None, :]
+        )
         return self.out(x)
 
     def forward(self, src, src_mask, tgt_in):

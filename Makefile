@@ -3,10 +3,12 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
+# tools/start.py and tools/update.py need no installed package: any Python 3 will do.
+PYTHON_ANY := $(if $(wildcard $(PY)),$(PY),$(PYTHON))
 STAMP  := $(VENV)/.installed
 NB_DIRS := notebooks solutions
 
-.PHONY: venv lab test check hygiene check-pythons start lint format unit slow notebooks mutants \
+.PHONY: venv lab test check hygiene check-pythons start update lint format unit slow notebooks mutants \
 	exercises grade benchmarks clean site slides
 
 venv: $(STAMP)
@@ -46,8 +48,9 @@ format: $(STAMP)
 unit: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow" tests
 
+SLOW_TESTS ?= tests
 slow: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist loadfile -m slow tests
+	$(PY) -m pytest -q -n 2 --dist loadfile -m slow $(SLOW_TESTS)
 
 # Maintainers: every mutant of tools/mutate.py must make a test fail (not part of `make test`).
 mutants: $(STAMP)
@@ -78,17 +81,16 @@ hygiene: $(STAMP)
 check-pythons: $(STAMP)
 	$(PY) tools/check_python_versions.py
 
-# Your own copy of an exercise notebook in the git-ignored my-work/ (never overwritten):
-# make start NB=01   ->   my-work/01_softmax.ipynb
+# Your own copy of a lecture's exercises in the git-ignored my-work/ (never overwritten):
+# make start NB=01 (or 1, 01_softmax)   ->   my-work/01_softmax_exercises.ipynb
+# NB reaches the script through the environment (never a shell command line).
 start:
-	@test -n "$(NB)" || { echo "usage: make start NB=01"; exit 2; }
-	@src=$$(git ls-files "exercises/$(NB)*.ipynb" 2>/dev/null | head -n 1); \
-	test -n "$$src" || src=$$(ls exercises/$(NB)*.ipynb 2>/dev/null | head -n 1); \
-	test -n "$$src" || { echo "no exercise notebook exercises/$(NB)*.ipynb"; exit 2; }; \
-	dest=my-work/$$(basename "$$src"); mkdir -p my-work; \
-	if [ -e "$$dest" ]; then echo "$$dest already exists: your work is kept, nothing copied."; \
-	else git show "HEAD:$$src" > "$$dest" 2>/dev/null || cp "$$src" "$$dest"; \
-	echo "Your copy: $$dest  (grade it: make grade NB=$$dest)"; fi
+	@$(PYTHON_ANY) tools/start.py "$$NB"
+
+# Take the course's updates: your changed files that the update would overwrite (run lectures,
+# answers typed into exercises/) are copied to my-work/kept-<date-time>/ first, then git pulls.
+update:
+	@$(PYTHON_ANY) tools/update.py
 
 # Regenerate exercises/ from solutions/ (the single source of exercise notebooks).
 exercises: $(STAMP)

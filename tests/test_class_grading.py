@@ -36,6 +36,7 @@ EXPECTED = {  # notebook -> (1.1, 1.2, 1.3, 1.4, passed, total), or None for "no
     "01_softmax_cleo.ipynb": ("fail", "fail", "fail", "fail", "0", "4"),
     "01_softmax_dan.ipynb": None,
     "01_softmax_eve.ipynb": ("pass", "fail", "pass", "fail", "2", "4"),
+    "05_ada_renamed.ipynb": ("pass", "pass", "pass", "fail", "3", "4"),  # ada's, misnamed
 }
 
 
@@ -43,6 +44,7 @@ EXPECTED = {  # notebook -> (1.1, 1.2, 1.3, 1.4, passed, total), or None for "no
 def test_class_is_graded_into_one_csv(tmp_path, capsys):
     folder = tmp_path / "class"
     shutil.copytree(SUBMISSIONS, folder)
+    shutil.copy(folder / "01_softmax_ada.ipynb", folder / "05_ada_renamed.ipynb")
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     out = tmp_path / "grades.csv"
     # The one command of INSTRUCTORS.md: tools/grade.py FOLDER --csv FILE (exit 1: not all pass).
@@ -62,6 +64,8 @@ def test_class_is_graded_into_one_csv(tmp_path, capsys):
         cells = tuple(row[f"exercise 1.{k}"] for k in range(1, 5))
         assert (*cells, row["passed"], row["total"]) == expected, (name, row)
         assert row["lecture"] == "01_softmax" and row["error"] == ""
+        # Graded by content; a file name naming another lecture is reported, not refused.
+        assert ("file name says lecture 05" in row["warning"]) == name.startswith("05_"), row
         assert ("NameError" in row["reasons"]) == (name == "01_softmax_eve.ipynb")
     # The summary tells each student why, and the submissions are left as they were.
     printed = capsys.readouterr().out

@@ -4,20 +4,17 @@ the README as landing page rendered as Markdown, and a busy port handled by movi
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import re
 import shutil
-import signal
 import socket
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
+from _lab import lab_process
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,34 +54,10 @@ def _session_cmdlines(pgid: int) -> list[str]:
     return lines
 
 
-@contextlib.contextmanager
 def make_lab(port: int):
-    """Run `make lab LAB_PORT=port`; yield (url, port, token, process) once the URL is printed."""
-    proc = subprocess.Popen(
-        ["make", "--no-print-directory", "lab", f"LAB_PORT={port}"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        lines, m = [], None
-        deadline = time.monotonic() + 120
-        while m is None and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line and proc.poll() is not None:
-                break
-            lines.append(line)
-            m = re.search(r"Open the course at: (http://127\.0\.0\.1:(\d+)/\S+\?token=(\w+))", line)
-        assert m, "make lab printed no URL:\n" + "".join(lines)
-        yield m.group(1), int(m.group(2)), m.group(3), proc, lines
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+    """Run `make lab LAB_PORT=port` with a private HOME and Jupyter folders (tests/_lab.py);
+    yield (url, port, token, process, output lines) once the URL is printed."""
+    return lab_process(["make", "--no-print-directory", "lab", f"LAB_PORT={port}"])
 
 
 def test_make_lab_serves_the_course_with_a_token():

@@ -14,6 +14,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import nbformat
 import pytest
 import yaml
 
@@ -125,11 +126,35 @@ def _text(cell) -> str:
     return "".join(src) if isinstance(src, list) else src
 
 
-def test_notebook_metadata_is_uniform(notebook):
+# What JupyterLab 4.6.6 wrote when it opened and saved the lectures (measured in a real browser,
+# tests/test_browser_lectures.py), minus the kernel's exact Python version, which `make lab`
+# does not save (tools/lab.py).
+JUPYTERLAB_METADATA = {
+    "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+    "language_info": {
+        "codemirror_mode": {"name": "ipython", "version": 3},
+        "file_extension": ".py",
+        "mimetype": "text/x-python",
+        "name": "python",
+        "nbconvert_exporter": "python",
+        "pygments_lexer": "ipython3",
+    },
+}
+
+
+def test_notebook_is_stored_as_jupyterlab_saves_it(notebook):
+    """Opening a notebook in JupyterLab must not change it (else `git pull` refuses updates)."""
     path, nb = notebook
-    assert nb["metadata"]["kernelspec"]["name"] == "python3", path
-    assert nb["metadata"]["language_info"]["name"] == "python", path
-    assert "version" not in nb["metadata"]["language_info"], f"{path.name}: machine-specific"
+    fix = "; run: .venv/bin/python tools/notebook_form.py"
+    for key, value in JUPYTERLAB_METADATA.items():
+        assert nb["metadata"].get(key) == value, f"{path.name}: metadata {key}" + fix
+    assert (nb["nbformat"], nb["nbformat_minor"]) == (4, 5), path.name + fix
+    floats = []  # JavaScript writes 10.0 as 10
+    json.loads(path.read_text(), parse_float=lambda s: floats.append(s) or float(s))
+    integral = [f for f in floats if float(f).is_integer()]
+    assert not integral, f"{path.name}: integral floats {integral[:5]}" + fix
+    text = path.read_text(encoding="utf-8")  # the server's serialisation: nbformat's
+    assert text == nbformat.writes(nbformat.reads(text, as_version=4)) + "\n", path.name + fix
 
 
 def test_notebook_starts_with_title_and_goals_and_ends_with_summary(notebook):

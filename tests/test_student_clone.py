@@ -1,31 +1,43 @@
-"""A student's own clone: after ordinary use `make test` stays green and changes none of their files.
+"""A student's own clone: after ordinary use `make test` stays green and changes none of their
+files or of their Jupyter's state, and `make update` takes a course update.
 
-The test plays a student in a temporary clone of HEAD: lecture 01 executed for real and saved in
-place; every other lecture, solution and exercise saved the way Jupyter saves a notebook that was
-run (the kernel's Python version in the metadata, cells run out of order, a 3.6 MB output, a
-traceback with a home-folder path); every exercise answered in place; their own notebooks and a
-script saved in the course folders and elsewhere; a copy made with `make start`. Each of these
-broke the old `make test` (hygiene, drift, lint). The test first shows that the hygiene checks run
-on that working tree do fail, then runs `make test` with a cheap subset of its targets (lint, the
-hygiene checks, nbval on lecture 01: the whole suite would take too long inside a test) and checks
-that it passes, that nbval collected the committed notebooks and not the student's, and that not
-one file of the student changed. `make grade` works on both places a student may answer.
+The test plays a student with their own HOME, in a clone of the course's repository (a branch
+of HEAD): their JupyterLab settings; their `make lab` running; lectures 02 and 11 opened in it in
+headless Chromium and saved, which leaves git status clean and their workspace holding the open
+tab; lecture 01 executed for real and saved in place; every other lecture, solution and
+exercise saved the way Jupyter saves a notebook that was run (the kernel's Python version in the
+metadata, cells run out of order, a 3.6 MB output, a traceback with a home-folder path); every
+exercise answered in place; their own notebooks and a script saved in the course folders and
+elsewhere; a copy made with `make start`; and a new commit in the course's repository. The test
+first shows that the hygiene checks run on that working tree do fail, then runs `make test` with
+a subset of its targets (lint, the hygiene checks, the `make lab` tests, nbval on lecture 01: the
+whole suite would take too long inside a test) and checks that it passes, that nbval collected
+the committed notebooks and not the student's, and that not one file of the student, nor of
+their HOME (workspace, settings, running server's files), changed, their server still running.
+Then `git pull` refuses the update and `make update` takes it, keeping the run lecture aside.
+`make grade` works on both places a student may answer.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
+from _browser import Browser, environment_without_proxies
+from _lab import lab_process, open_and_save
 from nbclient import NotebookClient
 
 from tools.make_exercises import CODE_STUB, MARKDOWN_STUB
+from tools.notebook_form import write
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [
@@ -37,10 +49,34 @@ pytestmark = [
 VENV = ROOT / ".venv"
 
 
-def _run(cmd: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MAKEFLAGS", "MFLAGS")}
+# The student's own HOME (set by the fixture): their JupyterLab keeps its tabs, settings and
+# running servers' files there, as on their laptop. No variable points Jupyter elsewhere.
+STUDENT: dict = {}
+_JUPYTER_VARS = ("JUPYTER_", "JUPYTERLAB_", "IPYTHONDIR", "MPLCONFIGDIR", "XDG_")
+
+
+def _student_env(cwd: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "MAKEFLAGS", "MFLAGS") and not k.startswith(_JUPYTER_VARS)}  # fmt: skip
     env["PYTHONPATH"] = str(cwd)  # as in the student's clone: its own course_lib
-    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, **kw)
+    if "home" in STUDENT:
+        env["HOME"] = str(STUDENT["home"])
+    return env
+
+
+def _run(cmd: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=cwd, env=_student_env(cwd), capture_output=True, text=True, **kw)
+
+
+def _git(cwd: Path, *args: str) -> str:
+    ident = ["-c", "user.name=Course", "-c", "user.email=course@example.org"]
+    return subprocess.run(["git", *ident, *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout  # fmt: skip
+
+
+def _home_files(home: Path) -> dict[str, str]:
+    return {p.relative_to(home).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(home.rglob("*")) if p.is_file()}  # fmt: skip
 
 
 def _student_files(clone: Path) -> dict[str, str]:
@@ -103,11 +139,39 @@ def _own_notebook(path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def student_clone(tmp_path_factory) -> Path:
-    clone = tmp_path_factory.mktemp("student") / "attention-course"
-    subprocess.run(["git", "clone", "--quiet", "--shared", str(ROOT), str(clone)], check=True)
+def student_clone(tmp_path_factory, chromium):
+    base = tmp_path_factory.mktemp("student")
+    # The course's repository (a branch of it) and the student's clone of it.
+    upstream = base / "upstream"
+    subprocess.run(["git", "clone", "--quiet", "--shared", str(ROOT), str(upstream)], check=True)
+    _git(upstream, "checkout", "--quiet", "-B", "course")
+    clone = base / "attention-course"
+    subprocess.run(["git", "clone", "--quiet", str(upstream), str(clone)], check=True)
     (clone / ".venv").symlink_to(VENV.resolve(), target_is_directory=True)
     py = str(clone / ".venv" / "bin" / "python")
+    STUDENT.update(home=base / "home", upstream=upstream)
+    home = STUDENT["home"]
+    # Their JupyterLab settings (a dark theme), their running `make lab`, and lectures 02 and 11
+    # opened in it in a real browser and saved (Ctrl+S, what autosave does): the saved lectures
+    # are the committed ones, byte for byte, so git sees no change.
+    theme = home / ".jupyter/lab/user-settings/@jupyterlab/apputils-extension"
+    theme.mkdir(parents=True)
+    (theme / "themes.jupyterlab-settings").write_text('{"theme": "JupyterLab Dark"}')
+    stack = contextlib.ExitStack()
+    env = _student_env(clone)
+    env["NO_PROXY"] = environment_without_proxies()["NO_PROXY"]
+    url, _, token, _, _ = stack.enter_context(
+        lab_process(["make", "--no-print-directory", "-o", ".venv/.installed", "lab"], env, clone)
+    )
+    STUDENT.update(lab=url, token=token)
+    lab = url.split("/lab/")[0]
+    with Browser(chromium, timeout=120) as browser:
+        for rel in ("notebooks/02_qkv_self_attention.ipynb", "notebooks/11_gpt.ipynb"):
+            open_and_save(browser, lab, token, clone / rel, rel)
+        browser.pump(3.0)  # JupyterLab saves the workspace (the open tab) a moment later
+    assert _run(["git", "status", "--porcelain", "notebooks"], clone).stdout == ""
+    workspaces = list((home / ".jupyter/lab/workspaces").glob("*.jupyterlab-workspace"))
+    assert workspaces and "11_gpt.ipynb" in workspaces[0].read_text(), workspaces
 
     # Lecture 01, run for real in the student's kernel and saved in place.
     lecture = clone / "notebooks" / "01_softmax.ipynb"
@@ -139,12 +203,22 @@ def student_clone(tmp_path_factory) -> Path:
     (clone / "scratch" / "play.py").write_text("import numpy as np\nx=np.random.rand(3)\n")
     # A copy in my-work/, answered there.
     start = _run(["make", "--no-print-directory", "start", "NB=01"], clone)
-    assert start.returncode == 0 and "my-work/01_softmax.ipynb" in start.stdout, start
+    assert start.returncode == 0 and "my-work/01_softmax_exercises.ipynb" in start.stdout, start
     _answer_in_place(
-        clone / "my-work" / "01_softmax.ipynb", ROOT / "solutions" / "01_softmax.ipynb"
+        clone / "my-work" / "01_softmax_exercises.ipynb", ROOT / "solutions" / "01_softmax.ipynb"
     )
     assert _run([py, "-m", "ruff", "check", "--quiet", "."], clone).returncode != 0
-    return clone
+    # The course moves on: lecture 01 (which the student ran and saved) and lecture 11 (opened
+    # only) change upstream, and a new file appears.
+    for rel in ("notebooks/01_softmax.ipynb", "notebooks/11_gpt.ipynb"):
+        nb = nbformat.read(upstream / rel, as_version=4)
+        nb.cells[0].source += "\n\n(Updated.)"  # the title cell
+        write(nb, upstream / rel)
+    (upstream / "CHANGES.md").write_text("A course update.\n")
+    _git(upstream, "add", "-A")
+    _git(upstream, "commit", "--quiet", "-m", "A course update")
+    with stack:
+        yield clone
 
 
 def test_the_student_files_would_fail_the_hygiene_checks_run_in_place(student_clone):
@@ -159,12 +233,17 @@ def test_make_test_passes_and_changes_no_student_file(student_clone):
     before = _student_files(student_clone)
     status = _run(["git", "status", "--porcelain", "--untracked-files=all"], student_clone).stdout
     assert "exercises/01_softmax.ipynb" in status and "scratch/play.py" in status
-    targets = (
-        "lint hygiene notebooks"  # `make check` runs lint, unit (which has hygiene), notebooks
-    )
+    # `make check` runs lint, unit (which has hygiene), slow and notebooks: here lint, hygiene,
+    # the `make lab` tests (their landing page is the README, not the student's open lecture 11)
+    # and nbval of lecture 01.
+    targets = "lint hygiene slow notebooks"
     cmd = ["make", "--no-print-directory", "-o", ".venv/.installed", "test"]
-    cmd += [f"TEST_TARGETS={targets}", "NB_DIRS=notebooks/01_softmax.ipynb"]
-    out = _run(cmd, student_clone, timeout=1200)
+    cmd += [f"TEST_TARGETS={targets}", "NB_DIRS=notebooks/01_softmax.ipynb",
+            "SLOW_TESTS=tests/test_make_lab.py"]  # fmt: skip
+    home_before = _home_files(STUDENT["home"])
+    started = time.monotonic()
+    out = _run(cmd, student_clone, timeout=1800)
+    print(f"make test (subset) took {time.monotonic() - started:.0f} s")
     assert out.returncode == 0, (out.stdout + out.stderr)[-4000:]
     assert "Testing the course as committed" in out.stdout
     assert "passed" in out.stdout and "failed" not in out.stdout
@@ -173,11 +252,42 @@ def test_make_test_passes_and_changes_no_student_file(student_clone):
     n_code = sum(c.cell_type == "code" for c in committed.cells)
     assert re.search(rf"^{n_code} passed", out.stdout, re.M), out.stdout[-3000:]
     assert _student_files(student_clone) == before, "make test changed the student's files"
+    assert re.search(r"^3 passed", out.stdout, re.M), out.stdout[-3000:]  # test_make_lab.py
+    # Their JupyterLab's workspace, settings and runtime files are as they were, and their
+    # server still serves them.
+    assert _home_files(STUDENT["home"]) == home_before, "make test changed the student's HOME"
+    req = urllib.request.Request(STUDENT["lab"].split("/lab/")[0] + "/api/status",
+                                 headers={"Authorization": f"token {STUDENT['token']}"})  # fmt: skip
+    with urllib.request.urlopen(req, timeout=10) as r:
+        assert r.status == 200
     after = _run(["git", "status", "--porcelain", "--untracked-files=all"], student_clone).stdout
     assert after == status
 
 
-@pytest.mark.parametrize("where", ["exercises/01_softmax.ipynb", "my-work/01_softmax.ipynb"])
+def test_make_update_pulls_the_course_update_and_keeps_the_students_versions(student_clone):
+    """After make test: `git pull` refuses (lecture 01 was run and saved); `make update` pulls,
+    keeps the run lecture aside, and leaves the student's other files as they were."""
+    pull = _run(["git", "pull", "--ff-only"], student_clone)
+    assert pull.returncode != 0 and "would be overwritten" in pull.stderr, pull
+    run_lecture = (student_clone / "notebooks" / "01_softmax.ipynb").read_bytes()
+    answers = (student_clone / "my-work" / "01_softmax_exercises.ipynb").read_bytes()
+    out = _run(["make", "--no-print-directory", "update"], student_clone, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    head = _git(student_clone, "rev-parse", "HEAD")
+    assert head == _git(STUDENT["upstream"], "rev-parse", "HEAD"), out.stdout
+    kept = list((student_clone / "my-work").glob("kept-*/notebooks/01_softmax.ipynb"))
+    assert len(kept) == 1 and kept[0].read_bytes() == run_lecture, out.stdout
+    assert "(Updated.)" in (student_clone / "notebooks" / "01_softmax.ipynb").read_text()
+    assert "(Updated.)" in (student_clone / "notebooks" / "11_gpt.ipynb").read_text()
+    assert (student_clone / "CHANGES.md").exists()
+    assert (student_clone / "my-work" / "01_softmax_exercises.ipynb").read_bytes() == answers
+    status = _run(["git", "status", "--porcelain"], student_clone).stdout
+    assert "notebooks/01_softmax.ipynb" not in status and "exercises/01_softmax.ipynb" in status
+
+
+@pytest.mark.parametrize(
+    "where", ["exercises/01_softmax.ipynb", "my-work/01_softmax_exercises.ipynb"]
+)
 def test_make_grade_works_where_the_student_answers(student_clone, where):
     out = _run(["make", "--no-print-directory", "-o", ".venv/.installed", "grade", f"NB={where}"],
                student_clone, timeout=600)  # fmt: skip

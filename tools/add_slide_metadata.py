@@ -26,6 +26,8 @@ from pathlib import Path
 
 import nbformat
 
+from tools.notebook_form import write
+
 ROOT = Path(__file__).resolve().parents[1]
 SLIDE_TYPES = ("slide", "subslide", "fragment", "skip", "notes", "-")
 
@@ -66,7 +68,7 @@ def main(argv: list[str]) -> int:
         if add_slide_metadata(nb):
             stale.append(path)
             if not check:
-                nbformat.write(nb, path)
+                write(nb, path)
                 print(f"updated {path}")
     if check and stale:
         print("slide metadata missing or stale in: " + ", ".join(str(p) for p in stale))

@@ -11,6 +11,12 @@ installed `.venv` and to the `build/vendor/` download cache; nothing else of the
 `PYTHONPATH` points at the clone, so its `course_lib` is the one imported (also by the notebook
 kernels nbval starts), not the working tree's. The folder is removed afterwards.
 
+Nor does `make test` share any state with the student's own Jupyter, IPython or matplotlib:
+JupyterLab keeps open tabs (workspaces), settings and its running servers' files under the home
+folder, and a test server started with the defaults would reopen the student's tabs and overwrite
+their workspace. Everything runs with a private, temporary HOME and Jupyter config, data, runtime,
+workspaces and settings folders (:func:`private_home`), removed afterwards with the clone.
+
 Uncommitted changes are therefore not tested: maintainers run `make check` on the working tree.
 Without git (a downloaded zip), the command runs on the working tree and says so.
 """
@@ -48,6 +54,37 @@ def clean_clone(dest: Path) -> str:
     return head
 
 
+# Where Jupyter, JupyterLab, IPython, matplotlib and other XDG programs keep per-user state.
+_STATE_DIRS = {
+    "JUPYTER_CONFIG_DIR": ".jupyter",
+    "JUPYTER_DATA_DIR": ".local/share/jupyter",
+    "JUPYTER_RUNTIME_DIR": ".local/share/jupyter/runtime",
+    "JUPYTERLAB_SETTINGS_DIR": ".jupyter/lab/user-settings",
+    "JUPYTERLAB_WORKSPACES_DIR": ".jupyter/lab/workspaces",
+    "IPYTHONDIR": ".ipython",
+    "MPLCONFIGDIR": ".config/matplotlib",
+    "XDG_CONFIG_HOME": ".config",
+    "XDG_CACHE_HOME": ".cache",
+    "XDG_DATA_HOME": ".local/share",
+}
+# Variables that would make Jupyter read or write the user's folders anyway.
+_UNSET = ("JUPYTER_PATH", "JUPYTER_CONFIG_PATH", "JUPYTER_PREFER_ENV_PATH", "JUPYTER_TOKEN",
+          "JUPYTER_PLATFORM_DIRS", "XDG_RUNTIME_DIR")  # fmt: skip
+
+
+def private_home(home: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's environment) with HOME = ``home`` (created, mode 0700)
+    and every Jupyter/IPython/matplotlib/XDG state folder inside it: a server, kernel or browser
+    started with it reads and writes none of the user's."""
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k not in _UNSET}
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    env["HOME"] = str(home)
+    for var, rel in _STATE_DIRS.items():
+        (home / rel).mkdir(mode=0o700, parents=True, exist_ok=True)
+        env[var] = str(home / rel)
+    return env
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__.strip().splitlines()[0], file=sys.stderr)
@@ -70,7 +107,7 @@ def main(argv: list[str]) -> int:
                 flush=True,
             )
         path = os.pathsep.join(filter(None, [str(dest), os.environ.get("PYTHONPATH")]))
-        env = dict(os.environ, PYTHONPATH=path)
+        env = private_home(Path(tmp) / "home", dict(os.environ, PYTHONPATH=path))
         return subprocess.call(argv, cwd=dest, env=env)
 
 

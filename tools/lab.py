@@ -9,6 +9,11 @@
   only once the server answers on it with this token.
 - The URL opens ``README.md`` rendered as a page (Markdown files open in the Markdown preview:
   a default setting in a private, temporary config folder; your own settings still win).
+- Opening a lecture does not change it: JupyterLab writes the kernel's metadata into every
+  notebook it opens, and the lectures are stored in that form (``tools/nbbuild.py``), except the
+  kernel's exact Python version, which this server does not save (:func:`pre_save`). So after
+  opening (unrun) a lecture, ``git status`` stays clean.
+- No "Jupyter news" notification and no update check (the course pins its JupyterLab).
 - Ctrl-C twice (or Ctrl-C and ``y``) stops the server, as usual for Jupyter.
 """
 
@@ -33,9 +38,24 @@ ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 LANDING = "lab/tree/README.md"
 # Markdown opens rendered, not in the text editor (JupyterLab's docmanager setting).
+# No news or update notifications (JupyterLab asks on first start whether to fetch news).
 SETTING_OVERRIDES = {
-    "@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"markdown": "Markdown Preview"}}
+    "@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"markdown": "Markdown Preview"}},
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
 }
+# The server's side: the hook below runs before every save.
+SERVER_CONFIG = {"ContentsManager": {"pre_save_hook": "tools.lab.pre_save"}}
+
+
+def pre_save(model: dict, path: str, **kwargs) -> None:
+    """Jupyter pre-save hook: a notebook is saved without the kernel's exact Python version
+    (``metadata.language_info.version``, which JupyterLab adds on opening). It differs from
+    machine to machine, and would make every opened lecture differ from the committed one."""
+    if model.get("type") != "notebook" or not isinstance(model.get("content"), dict):
+        return
+    info = model["content"].get("metadata", {}).get("language_info")
+    if isinstance(info, dict):
+        info.pop("version", None)
 
 
 def port_is_free(port: int) -> bool:
@@ -61,12 +81,13 @@ def private_config_dir() -> Path:
     (folder / "labconfig").mkdir()
     overrides = folder / "labconfig" / "default_setting_overrides.json"
     overrides.write_text(json.dumps(SETTING_OVERRIDES, indent=1))
+    (folder / "jupyter_server_config.json").write_text(json.dumps(SERVER_CONFIG, indent=1))
     return folder
 
 
-def server_command(port: int) -> list[str]:
+def server_command(port: int, root: Path = ROOT) -> list[str]:
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ip={HOST}", f"--port={port}"]
-    cmd += ["--ServerApp.port_retries=0", f"--ServerApp.root_dir={ROOT}"]
+    cmd += ["--ServerApp.port_retries=0", f"--ServerApp.root_dir={root}"]
     if (
         hasattr(os, "getuid") and os.getuid() == 0
     ):  # containers, CI: Jupyter refuses root without it
@@ -86,13 +107,17 @@ def answers(port: int, token: str) -> bool:
         return False
 
 
-def start(port: int, token: str, config: Path, timeout: float = 120) -> subprocess.Popen | None:
+def start(
+    port: int, token: str, config: Path, timeout: float = 120, root: Path = ROOT
+) -> subprocess.Popen | None:
     """Start the server on ``port``; return it once it answers, or None if it exited (port taken)."""
     env = dict(os.environ, JUPYTER_TOKEN=token)
     env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
         filter(None, [str(config), os.environ.get("JUPYTER_CONFIG_PATH")])
     )
-    proc = subprocess.Popen(server_command(port), cwd=ROOT, env=env)
+    # The server imports the pre-save hook (tools.lab.pre_save) from this repository.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    proc = subprocess.Popen(server_command(port, root), cwd=root, env=env)
     deadline = time.monotonic() + timeout
     try:
         while proc.poll() is None:
@@ -111,23 +136,25 @@ def start(port: int, token: str, config: Path, timeout: float = 120) -> subproce
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8888, help="first port to try (default 8888)")
+    parser.add_argument("--root-dir", type=Path, default=ROOT,
+                        help="the folder to serve (default: the course; tests serve a copy)")  # fmt: skip
     args = parser.parse_args(argv)
     token = secrets.token_hex(24)
     config = private_config_dir()
     try:
-        return serve(args.port, token, config)
+        return serve(args.port, token, config, args.root_dir.resolve())
     finally:
         shutil.rmtree(config, ignore_errors=True)
 
 
-def serve(first_port: int, token: str, config: Path) -> int:
+def serve(first_port: int, token: str, config: Path, root: Path = ROOT) -> int:
     print("Starting JupyterLab (the first start takes a little longer) ...", flush=True)
     port, proc = first_port, None
     for _ in range(5):  # another program may take the free port between our check and the start
         port = free_port(port)
         if port != first_port:
             print(f"Port {first_port} is in use; using port {port}.", flush=True)
-        proc = start(port, token, config)
+        proc = start(port, token, config, root=root)
         if proc is not None:
             break
         port += 1

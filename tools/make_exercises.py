@@ -25,6 +25,11 @@ from pathlib import Path
 
 import nbformat
 
+try:
+    from tools.notebook_form import writes
+except ImportError:  # run as a script (python tools/make_exercises.py): tools/ is on sys.path
+    from notebook_form import writes
+
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -61,7 +66,8 @@ def make_exercise(solution: nbformat.NotebookNode, name: str) -> nbformat.Notebo
 
 
 def render(nb: nbformat.NotebookNode) -> str:
-    return nbformat.writes(nb) + "\n"
+    """The exercise file's text, in the form JupyterLab saves on opening it (tools/nbbuild.py)."""
+    return writes(nb)
 
 
 def main(argv: list[str]) -> int:

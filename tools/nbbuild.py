@@ -21,10 +21,9 @@ import nbformat
 from nbclient import NotebookClient
 
 from tools.add_slide_metadata import add_slide_metadata
+from tools.notebook_form import KERNELSPEC, LANGUAGE_INFO, write
 
 MARKER = re.compile(r"^# %%(?P<md> \[markdown\])?(?:\s+tags=(?P<tags>\[.*\]))?\s*$")
-KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-LANGUAGE_INFO = {"name": "python", "pygments_lexer": "ipython3"}
 
 
 def parse_script(text: str) -> nbformat.NotebookNode:
@@ -110,7 +109,7 @@ def main(argv: list[str]) -> int:
     execute(nb, out.resolve().parent)
     if out.resolve().parent.name == "notebooks":  # lectures double as reveal.js decks
         add_slide_metadata(nb)
-    nbformat.write(nb, out)
+    write(nb, out)
     print(f"wrote {out}")
     return 0
 

@@ -121,14 +121,19 @@ class Course:
             raise NotGradable("it matches none of the course's exercise notebooks")
         if len(winners) > 1:
             raise NotGradable(f"it matches several exercise notebooks equally: {winners}")
-        template = self.templates[winners[0]]
+        return self.templates[winners[0]]
+
+    @staticmethod
+    def name_warning(template: Template, path: Path) -> str | None:
+        """A warning when the file name's lecture number is not the lecture its content is (the
+        notebook is graded by content all the same)."""
         m = re.match(r"(\d\d)(?!\d)", path.name)
         if m and m.group(1) != template.lecture:
-            raise NotGradable(
-                f"this is the notebook of lecture {template.lecture} ({template.name}), but the "
+            return (
+                f"graded as lecture {template.lecture} ({template.name}) by its content, but the "
                 f"file name says lecture {m.group(1)}"
             )
-        return template
+        return None
 
 
 def _course() -> Course:

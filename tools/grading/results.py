@@ -17,6 +17,7 @@ class Result:
     error: str | None = None  # the notebook could not be graded at all
     uses_course_lib: list[str] = field(default_factory=list)  # exercises whose answer imports it
     notes: list[str] = field(default_factory=list)
+    warning: str | None = None  # graded, but e.g. the file name names another lecture
     seconds: float = 0.0
 
     @property
@@ -42,6 +43,8 @@ def print_summary(r: Result) -> None:
     if r.error:
         print(f"  ❌ {r.error}")
         return
+    if r.warning:
+        print(f"  ⚠️  {r.warning}")
     for ex, (ok, why) in sorted(r.exercises.items(), key=lambda kv: _order(kv[0])):
         print(f"  {'✅' if ok else '❌'} Exercise {ex}" + ("" if ok else ":"))
         if not ok:
@@ -57,7 +60,7 @@ def write_csv(results: list[Result], out: Path) -> None:
     with out.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["notebook", "lecture", *[f"exercise {e}" for e in ids], "passed", "total",
-                    "error", "uses course_lib", "reasons", "seconds"])  # fmt: skip
+                    "error", "warning", "uses course_lib", "reasons", "seconds"])  # fmt: skip
         for r in results:
             cells = [
                 ("" if e not in r.exercises else "pass" if r.exercises[e][0] else "fail")
@@ -70,4 +73,5 @@ def write_csv(results: list[Result], out: Path) -> None:
             )
             w.writerow([r.notebook, r.lecture or "", *cells,
                         sum(ok for ok, _ in r.exercises.values()), len(r.exercises),
-                        r.error or "", " ".join(r.uses_course_lib), reasons, r.seconds])  # fmt: skip
+                        r.error or "", r.warning or "", " ".join(r.uses_course_lib), reasons,
+                        r.seconds])  # fmt: skip

@@ -47,6 +47,7 @@ def grade(
         result.error = f"not gradable: cannot read the file ({exc.strerror})"
         return result
     result.lecture = template.name
+    result.warning = course.name_warning(template, path)
     steps = plan(cells, template)
     if sandbox is None:
         sandbox = sandbox_available()[0]

@@ -1,0 +1,89 @@
+"""Start the course's JupyterLab (`make lab`, tools/lab.py) for a test, in a private HOME.
+
+Every server a test starts gets its own HOME and Jupyter config, data, runtime, workspaces and
+settings folders (tools/in_clean_clone.py's ``private_home``): it must neither reopen the tabs a
+student left open in their own JupyterLab nor overwrite their workspace or settings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from _browser import Browser
+
+from tools.in_clean_clone import private_home
+
+ROOT = Path(__file__).resolve().parents[1]
+URL = re.compile(r"Open the course at: (http://127\.0\.0\.1:(\d+)/\S+\?token=(\w+))")
+KERNEL_IDLE_JS = """(() => {
+  const nb = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook');
+  const status = document.querySelector('.jp-Notebook-ExecutionIndicator');
+  return !!nb && !!status && status.getAttribute('data-status') === 'idle';
+})()"""
+FIRST_CELL_JS = """(() => {
+  const c = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell');
+  const r = c.getBoundingClientRect();
+  return [r.right - 40, r.top + 8];  // its text, not the collapser on the left
+})()"""
+TOASTS_JS = "Array.from(document.querySelectorAll('.Toastify__toast')).map(t => t.innerText)"
+
+
+@contextlib.contextmanager
+def lab_process(cmd: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT):
+    """Run ``cmd`` (make lab or tools/lab.py) with a private HOME unless ``env`` is given; yield
+    (url, port, token, process, output lines) once it prints the URL; stop it and its server."""
+    home = Path(tempfile.mkdtemp(prefix="course-lab-home-"))
+    env = private_home(home) if env is None else env
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
+    try:
+        lines, m = [], None
+        deadline = time.monotonic() + 120
+        while m is None and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line and proc.poll() is not None:
+                break
+            lines.append(line)
+            m = URL.search(line)
+        assert m, f"{' '.join(cmd)} printed no URL:\n" + "".join(lines)
+        yield m.group(1), int(m.group(2)), m.group(3), proc, lines
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def press_ctrl_s(browser: Browser) -> None:
+    x, y = browser.evaluate(FIRST_CELL_JS)
+    for kind in ("mousePressed", "mouseReleased"):
+        browser.send("Input.dispatchMouseEvent",
+                     {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1},
+                     browser.session)  # fmt: skip
+    for kind in ("keyDown", "keyUp"):
+        browser.send("Input.dispatchKeyEvent",
+                     {"type": kind, "modifiers": 2, "key": "s", "code": "KeyS",
+                      "windowsVirtualKeyCode": 83, "nativeVirtualKeyCode": 83},
+                     browser.session)  # fmt: skip
+
+
+def open_and_save(browser: Browser, base: str, token: str, notebook: Path, rel: str) -> None:
+    """Open ``rel`` in JupyterLab, wait for its kernel, save it, wait for the file to change."""
+    # ?reset: a fresh workspace, so the previous lecture is not reopened beside it
+    browser.navigate(f"{base}/lab/tree/{rel}?reset&token={token}")
+    browser.wait_for(lambda: browser.evaluate(KERNEL_IDLE_JS), 180, f"{rel} open, kernel idle")
+    browser.pump(2.0)  # the kernel's metadata reaches the notebook model
+    before = notebook.stat().st_mtime_ns
+    press_ctrl_s(browser)
+    browser.wait_for(lambda: notebook.stat().st_mtime_ns != before, 60, f"{rel} saved")

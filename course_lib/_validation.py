@@ -414,6 +414,12 @@ def check_src_mask(src: torch.Tensor, src_mask) -> torch.Tensor:
         )
     if not src_mask[:, 0].all():
         raise ValueError("src_mask must mark at least the first token of every sentence as real")
+    if (src_mask[:, 1:] & ~src_mask[:, :-1]).any():  # a real token after a padded one
+        row = int((src_mask[:, 1:] & ~src_mask[:, :-1]).any(dim=1).nonzero()[0])
+        raise ValueError(
+            f"src_mask row {row} has a hole ({src_mask[row].int().tolist()}): the real tokens "
+            "come first and the padding after them, as make_batch builds it"
+        )
     return src_mask
 
 

@@ -720,6 +720,8 @@ CASES = [
     (GRU.decode, (torch.ones(1, 16), SRC_MASK, torch.tensor([[1, 10]])), {}, ValueError,
      "tgt_in must lie in [0, vocab_size=10), got ids from 1 to 10"),
     (ATT_GRU.forward, (SRC, SRC_MASK.long(), IDS), {}, TypeError, "src_mask must be a boolean tensor"),
+    (ATT_GRU.forward, (SRC, torch.tensor([[True, False, True]]), IDS), {}, ValueError,
+     "src_mask row 0 has a hole ([1, 0, 1])"),
     (ATT_GRU.forward, (SRC, SRC_MASK, IDS.float()), {}, TypeError, "tgt_in must be a torch.long tensor of token ids"),
     (ATT_GRU.encode, (SRC, None), {}, TypeError, "src_mask must be a boolean tensor"),
     (ATT_GRU.encode, (np.array([[4, 5]]), SRC_MASK), {}, TypeError, "src must be a torch.long tensor of token ids"),

@@ -481,7 +481,7 @@ def test_bad_input_messages():
         match=r"smooth_method must be one of \['none', 'floor', 'add-k', 'exp'\], got 'laplace'",
     ):
         corpus_bleu(["a"], ["a"], smooth_method="laplace")
-    with pytest.raises(ValueError, match="smooth_value must be >= 0, got -1"):
+    with pytest.raises(ValueError, match="smooth_value must be a finite number >= 0, got -1"):
         corpus_bleu(["a"], ["a"], smooth_method="floor", smooth_value=-1)
     with pytest.raises(ValueError, match="tokenize must be one of"):
         corpus_bleu(["a"], ["a"], tokenize="intl")

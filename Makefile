@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 NB_DIRS := notebooks solutions
 
 .PHONY: venv lab test check hygiene check-pythons start update lint format unit slow notebooks mutants \
-	exercises grade benchmarks clean site slides
+	exercises quizzes grade benchmarks clean site slides lite fresh-install
 
 venv: $(STAMP)
 
@@ -52,6 +52,11 @@ SLOW_TESTS ?= tests
 slow: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist loadfile -m slow $(SLOW_TESTS)
 
+# Maintainers: what the Colab badge promises is what runs: a fresh venv from pyproject.toml alone
+# (course_lib[lectures], newest versions, torch at its pin) executes every lecture (tens of minutes).
+fresh-install: $(STAMP)
+	COURSE_FRESH_INSTALL=1 $(PY) -m pytest -q -s tests/test_fresh_install.py
+
 # Maintainers: every mutant of tools/mutate.py must make a test fail (not part of `make test`).
 mutants: $(STAMP)
 	$(PY) -m tools.mutate
@@ -74,6 +79,7 @@ check: lint unit slow notebooks
 # solutions, environment.yml from requirements.txt, tidy notebooks, documented public API.
 hygiene: $(STAMP)
 	$(PY) tools/make_exercises.py --check
+	$(PY) -m tools.make_quizzes --check
 	$(PY) tools/sync_environment.py --check
 	$(PY) -m pytest -q tests/test_repo.py
 
@@ -92,6 +98,10 @@ start:
 update:
 	@$(PYTHON_ANY) tools/update.py
 
+# Render quizzes/NN_topic_quiz.ipynb from course_lib/quizzes/NN_topic.toml (their single source).
+quizzes: $(STAMP)
+	$(PY) -m tools.make_quizzes
+
 # Regenerate exercises/ from solutions/ (the single source of exercise notebooks).
 exercises: $(STAMP)
 	$(PY) tools/make_exercises.py
@@ -109,13 +119,19 @@ benchmarks: $(STAMP)
 
 # The course as static HTML (README + every notebook with outputs) and as reveal.js decks, both
 # offline: KaTeX and reveal.js come from the npm registry (cached in build/vendor/).
-# The site includes the decks and, by default, the solutions: make site SOLUTIONS=0 leaves them out.
+# The site includes the decks, the browser edition (make lite, in build/site/lite, linked from the
+# lectures it has) and, by default, the solutions: make site SOLUTIONS=0 leaves them out.
 SOLUTIONS ?= 1
 site: $(STAMP)
-	$(PY) -m tools.build_site site build/site $(if $(filter 0,$(SOLUTIONS)),--no-solutions)
+	$(PY) -m tools.build_site site build/site --lite $(if $(filter 0,$(SOLUTIONS)),--no-solutions)
 
 slides: $(STAMP)
-	$(PY) -m tools.build_site slides build/slides
+	$(PY) -m tools.build_site slides build/slides $(if $(filter 0,$(SOLUTIONS)),--no-solutions)
+
+# The browser edition (JupyterLite, nothing to install): lectures 01-04, 06 and 10 with their
+# exercises and a course_lib wheel without the .pt files; it loads Pyodide from a CDN when opened.
+lite: $(STAMP)
+	$(PY) -m tools.build_lite build/lite
 
 clean:
 	rm -rf $(VENV) build _site graded

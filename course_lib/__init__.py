@@ -8,6 +8,8 @@ used (``course_lib.MultiHeadAttention``, ``from course_lib import GPT``), so tha
 course_lib`` and the numpy lectures work where torch is not installed (the browser edition).
 """
 
+from . import _optional
+
 # Each module lists its public names in __all__; they are re-exported here, one line a module.
 # The numpy half (no torch):
 from .additive_attention import *  # noqa: F403
@@ -42,6 +44,8 @@ _TORCH_MODULES = (
 )
 
 __version__ = "0.1.0"
+
+_optional.install_cell_skipper()  # cells starting `# needs: torch` skip with a note without torch
 
 
 def __getattr__(name: str):

@@ -8,13 +8,16 @@ the packaged MiniLM encoder and regex (GPT-2's pattern). Every notebook's first 
 Where ``course_lib`` imports a package of the extra it goes through :func:`require`, so a missing
 one fails with :class:`MissingPackage` saying which cell to run, never a bare
 ``ModuleNotFoundError``. (It subclasses ``ModuleNotFoundError``: ``except ImportError`` still
-catches it.)
+catches it.) In a notebook, a cell whose first line is ``# needs: torch`` prints a one-line
+note instead of failing where torch is missing (:func:`install_cell_skipper`, run by ``import
+course_lib``).
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 import sys
 
 __all__: list[str] = []  # private helpers; nothing is re-exported
@@ -78,3 +81,52 @@ def require(module: str, needed_for: str | None = None):
         if exc.name is not None and exc.name.split(".")[0] != top:
             raise  # the package is there but something it imports is not: show that
         raise MissingPackage(missing_message(module, needed_for), name=top) from None
+
+
+# A notebook cell whose first line is `# needs: torch` (or `# needs: torch, transformers`) is
+# replaced, where one of them is missing, by a one-line note: the numpy lectures then run to the
+# end in the browser edition, the comparisons with torch skipped in plain sight.
+_NEEDS = re.compile(r"#\s*needs:\s*(?P<modules>[\w.]+(?:\s*,\s*[\w.]+)*)\s*$")
+
+
+def skip_note(missing: list[str]) -> str:
+    """The line a skipped cell prints."""
+    where = (
+        "the browser edition does not have it"
+        if IN_BROWSER
+        else f"install course_lib[{EXTRA}] to run it (on Colab: run the first cell)"
+    )
+    return f"⏭ Skipped: this cell needs {' and '.join(missing)}; {where}."
+
+
+def skip_cells_needing_missing(lines: list[str]) -> list[str]:
+    """IPython input transformer: a ``# needs: ...`` cell becomes a print of :func:`skip_note`
+    when one of the modules it names cannot be imported; every other cell is left alone."""
+    match = _NEEDS.fullmatch(lines[0].strip()) if lines else None
+    if match is None:
+        return lines
+    missing = [m.strip() for m in match["modules"].split(",") if not has(m.strip())]
+    return [f"print({skip_note(missing)!r})\n"] if missing else lines
+
+
+def explain_missing(shell, etype, value, tb, tb_offset=None):
+    """IPython handler for ``ModuleNotFoundError``: when the module is a package of the extra
+    (a cell's own ``import torch``, or a course_lib module that imports it), the traceback ends
+    with :class:`MissingPackage`'s paragraph (what to install, which cell to run)."""
+    top = (getattr(value, "name", None) or "").split(".")[0]
+    if top in OPTIONAL and not isinstance(value, MissingPackage):
+        etype, value = MissingPackage, MissingPackage(missing_message(top), name=top)
+    shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+
+
+def install_cell_skipper() -> None:
+    """In the running IPython kernel, if any: register :func:`skip_cells_needing_missing`, and
+    :func:`explain_missing` for a missing package of the extra in every later cell."""
+    ipython = sys.modules.get("IPython")  # not imported: not in a kernel, nothing to do
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None:
+        return
+    if skip_cells_needing_missing not in shell.input_transformers_post:
+        shell.input_transformers_post.append(skip_cells_needing_missing)
+    if not shell.custom_exceptions:  # never replace a handler someone else set
+        shell.set_custom_exc((ModuleNotFoundError,), explain_missing)

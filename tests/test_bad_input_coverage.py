@@ -85,6 +85,12 @@ EXEMPT: dict[str, str] = {
     "course_lib.data.chat:load_chat_tokenizer": _NO_ARGS.format("the shipped tokenizer + chat"),
     "course_lib.data.instructions:instruction_words": _NO_ARGS.format("the fixed word split"),
     "course_lib.data.instructions:Instruction": _RECORD.format("make_instruction"),
+    "course_lib.quiz:Choice": _RECORD.format("load_quiz (which validates the file)"),
+    "course_lib.quiz:Mistake": _RECORD.format("load_quiz (which validates the file)"),
+    "course_lib.quiz:Item": _RECORD.format("load_quiz (which validates the file)"),
+    "course_lib.quiz:Quiz": _RECORD.format("load_quiz (which validates the file)"),
+    "course_lib.quiz:QuizFormatError": "the error load_quiz raises; its message is the argument",
+    "course_lib.checks.quiz:QuizError": "raised only by check_quiz, with the quiz's own values",
 }
 
 

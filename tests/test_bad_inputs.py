@@ -16,10 +16,12 @@ import course_lib.checks as K
 import course_lib.tokenization as tok
 import course_lib.viz as V
 from course_lib.bleu import bleu_statistics, compute_bleu, tokenize_for_bleu
+from course_lib.checks.quiz import check_quiz
 from course_lib.data import Batch, Vocab, generate_pairs, make_batch, word_tokens
 from course_lib.data.pretraining import mask_tokens, pair_input, truncate_pair
 from course_lib.models import translation_loss
 from course_lib.nn import FeedForward
+from course_lib.quiz import judge, load_quiz, load_quizzes, quiz_path
 from course_lib.tokenization import wordpiece
 from course_lib.training import learning_rate_at, train
 
@@ -632,6 +634,23 @@ CASES = [
     (lambda: BPE.encode_word(3), (), {}, TypeError, "word must be a str, got int", tok.BPETokenizer),
     (lambda: K.Built("course_lib.checks:nosuch").build(), (), {}, ValueError,
      "factory 'course_lib.checks:nosuch': course_lib.checks has no function nosuch", K.Built),
+    # concept quizzes (course_lib.quiz, course_lib.checks.quiz)
+    (check_quiz, ("a", "01", 0), {}, ValueError, "number must be an item of quiz 01 (1-8), got 0"),
+    (check_quiz, ("a", "01", True), {}, ValueError, "number must be an item of quiz 01"),
+    (check_quiz, ("a", "1", 1), {}, ValueError, "lecture must look like '01' or '01_softmax', got '1'"),
+    (check_quiz, ("a", "77", 1), {}, FileNotFoundError, "lecture '77': expected one quiz file"),
+    (judge, ("item", "a"), {}, TypeError, "item must be a quiz Item, got str"),
+    (judge, (None, "a"), {}, TypeError, "item must be a quiz Item, got NoneType"),
+    (judge, ({"kind": "choice"}, "a"), {}, TypeError, "item must be a quiz Item, got dict"),
+    (load_quiz, (3,), {}, TypeError, "path must be a quiz file or a lecture such as '01', got int"),
+    (load_quiz, ("1",), {}, ValueError, "lecture must look like '01' or '01_softmax', got '1'"),
+    (load_quiz, ("/no/such/quiz.toml",), {}, FileNotFoundError, "path: no quiz file /no/such/quiz.toml"),
+    (load_quizzes, (3,), {}, NotADirectoryError, "folder must be a folder of quiz files, got 3"),
+    (load_quizzes, ("/no/such",), {}, NotADirectoryError, "got '/no/such'"),
+    (load_quizzes, (None,), {}, NotADirectoryError, "got None"),
+    (quiz_path, ("1",), {}, ValueError, "lecture must look like '01' or '01_softmax', got '1'"),
+    (quiz_path, (1,), {}, ValueError, "got 1"),
+    (quiz_path, ("99",), {}, FileNotFoundError, "lecture '99': expected one quiz file"),
 ]  # fmt: skip
 
 

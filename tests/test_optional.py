@@ -149,6 +149,7 @@ sys.meta_path = [Hidden if f is importlib.machinery.PathFinder else f for f in s
 """
 
 
+@pytest.mark.slow  # a Python subprocess each
 @pytest.mark.parametrize(
     ("hidden", "code", "needs"),
     [
@@ -168,6 +169,7 @@ def test_a_missing_optional_package_says_which_cell_to_run(hidden, code, needs):
     assert "run the notebook's first cell" in last and "course_lib[lectures]" in last, last
 
 
+@pytest.mark.slow  # a Python subprocess
 def test_the_numpy_half_imports_and_runs_with_torch_blocked():
     """Lectures 01-04, 06 and 10 and their checks need no torch (the browser edition)."""
     out = _run(
@@ -205,3 +207,29 @@ def test_the_lazy_torch_names_are_the_torch_modules_names():
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         course_lib.no_such_name  # noqa: B018
     assert course_lib.layers.__name__ == "course_lib.layers"  # submodules as before
+
+
+@pytest.mark.slow  # a Python subprocess with an IPython shell
+def test_in_a_notebook_a_missing_package_of_the_extra_says_which_cell_to_run():
+    """After ``import course_lib``, a cell's own ``import torch`` and a torch module of
+    course_lib both end with the message; other missing modules keep Python's; a ``# needs:``
+    cell prints its note."""
+    out = _run(
+        f"""
+        HIDDEN = ["torch"]
+        {textwrap.indent(HIDE, " " * 8).strip()}
+        from IPython.core.interactiveshell import InteractiveShell
+        shell = InteractiveShell.instance(colors="nocolor")
+        shell.run_cell("import course_lib")
+        for cell in ["import torch", "from course_lib.layers import Encoder", "import no_such_mod",
+                     "# needs: torch\\nimport torch"]:
+            print("success:", shell.run_cell(cell).success)
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert text.count("MissingPackage: this needs 'torch', which is not installed") == 2, text
+    assert text.count("run the notebook's first cell") == 2, text
+    assert "ModuleNotFoundError: No module named 'no_such_mod'" in text, text
+    assert "⏭ Skipped: this cell needs torch" in text, text
+    assert text.count("success: False") == 3 and text.count("success: True") == 1, text

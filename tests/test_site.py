@@ -327,3 +327,124 @@ def test_site_without_solutions(tmp_path):
         assert 'href="solutions/' not in text and 'href="../solutions/' not in text, page
     lecture = (out / "notebooks" / "01_softmax.html").read_text(encoding="utf-8")
     assert ">Solutions<" not in lecture and ">Exercises<" in lecture
+
+
+# -- accessibility: axe-core on every page and deck, the keyboard alone -----------------------
+
+AXE_RUN_JS = """(async () => {
+  const r = await axe.run(document, {resultTypes: ['violations']});
+  return r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+    .map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.length,
+                first: v.nodes[0].html.slice(0, 120)}));
+})()"""
+
+
+def _axe_source(tmp_path: Path) -> str:
+    from tools.sitebuild.vendor import AXE, vendor
+
+    return (vendor(AXE, tmp_path) / "axe.min.js").read_text(encoding="utf-8")
+
+
+def test_site_and_decks_have_no_serious_accessibility_violations(site, chromium, tmp_path):
+    """axe-core (npm, cached in build/vendor like KaTeX and reveal.js; injected by the test,
+    not shipped) on every page of the site, and on every deck with all of its slides shown
+    (reveal.js's scroll view): 0 serious or critical violations (contrast, labels, landmarks,
+    language, names of links and controls, ...)."""
+    axe = _axe_source(tmp_path)
+    # Not lite/: the browser edition is JupyterLite's own application (tools/build_lite.py).
+    pages = sorted(
+        p for p in site.rglob("*.html") if not {"_static", "lite"} & set(p.relative_to(site).parts)
+    )
+    results: dict[str, list] = {}
+    with Browser(chromium, timeout=PAGE_TIMEOUT * 3) as browser:
+        for page in pages:
+            rel = page.relative_to(site).as_posix()
+            deck = rel.startswith("slides/") and rel != "slides/index.html"
+            url = page.as_uri() + ("?view=scroll" if deck else "")
+            browser.navigate(url)
+            browser.wait_for(
+                lambda u=url: (
+                    browser.evaluate("document.readyState") == "complete"
+                    and browser.evaluate("document.URL") == u
+                ),
+                PAGE_TIMEOUT,
+                f"{rel} to load",
+            )
+            if deck:
+                browser.wait_for(
+                    lambda: browser.evaluate("document.documentElement.dataset.deck") == "ready",
+                    PAGE_TIMEOUT,
+                    f"{rel}'s reveal.js",
+                )
+            browser.evaluate(axe + ";0")
+            results[rel] = browser.evaluate(AXE_RUN_JS)
+    print("\naxe-core 4.14.1, serious/critical violations per page:")
+    for rel, found in results.items():
+        print(f"  {rel}: {len(found)}" + (f" {found}" if found else ""))
+    bad = {rel: found for rel, found in results.items() if found}
+    assert len(results) >= 60, f"only {len(results)} pages checked"
+    assert not bad, "\n".join(f"{rel}: {found}" for rel, found in bad.items())
+
+
+KEY_JS = {"ArrowRight": 39, "ArrowDown": 40, "ArrowLeft": 37, "Tab": 9, " ": 32, "Enter": 13}
+
+
+def _press(browser: Browser, key: str, shift: bool = False) -> None:
+    code = KEY_JS[key]
+    params = {"key": key, "code": "Space" if key == " " else key, "windowsVirtualKeyCode": code,
+              "modifiers": 8 if shift else 0}  # fmt: skip
+    if key in (" ", "Enter"):
+        params["text"] = " " if key == " " else "\r"
+    browser.send("Input.dispatchKeyEvent", {"type": "keyDown", **params}, browser.session)
+    browser.send("Input.dispatchKeyEvent", {"type": "keyUp", **params}, browser.session)
+    browser.pump(0.2)
+
+
+def test_a_deck_and_a_quiz_work_with_the_keyboard_alone(site, chromium):
+    """Real key events (no mouse): the arrow keys move through a deck, ending on its quiz;
+    Tab reaches a quiz's radio buttons, Space picks one, Enter opens its answer."""
+    with Browser(chromium) as browser:
+        _open(browser, (site / "slides" / DECK).as_uri())
+        browser.wait_for(
+            lambda: browser.evaluate("document.documentElement.dataset.deck") == "ready",
+            PAGE_TIMEOUT,
+            "reveal.js",
+        )
+        total = browser.evaluate("Reveal.getHorizontalSlides().length")
+        for _ in range(total - 1):
+            _press(browser, "ArrowRight")
+        assert browser.evaluate("Reveal.getIndices().h") == total - 1
+        assert browser.evaluate("Reveal.getCurrentSlide().textContent").startswith(
+            "Check your understanding"
+        )
+        _press(browser, "ArrowDown")
+        assert browser.evaluate("Reveal.getIndices().v") == 1
+        assert "Quiz 1" in browser.evaluate("Reveal.getCurrentSlide().textContent")
+        _press(browser, "ArrowLeft")
+        assert browser.evaluate("Reveal.getIndices().h") == total - 2
+
+        _open(browser, (site / "quizzes" / "01_softmax_quiz.html").as_uri())
+        focused = []
+        for _ in range(60):  # Tab through links until the first radio button has the focus
+            _press(browser, "Tab")
+            focused.append(
+                browser.evaluate("document.activeElement.id || document.activeElement.tagName")
+            )
+            if focused[-1] == "q01-2-a":
+                break
+        assert focused[-1] == "q01-2-a", f"Tab never reached item 2's first choice: {focused}"
+        label = browser.evaluate(
+            "document.querySelector('label[for=\"' + document.activeElement.id + '\"]').textContent"
+        )
+        assert label.startswith("(a)")
+        _press(browser, "ArrowDown")  # radio groups move with the arrows
+        _press(browser, " ")
+        assert browser.evaluate("document.activeElement.id") == "q01-2-b"
+        assert browser.evaluate("document.getElementById('q01-2-b').checked")
+        for _ in range(10):  # on to the "Show the answer" control of the same item
+            _press(browser, "Tab")
+            if browser.evaluate("document.activeElement.tagName") == "SUMMARY":
+                break
+        assert browser.evaluate("document.activeElement.parentElement.closest('#q01-2') !== null")
+        _press(browser, "Enter")
+        assert browser.evaluate("document.querySelector('#q01-2 details').open")

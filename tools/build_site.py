@@ -2,6 +2,7 @@
 
     python -m tools.build_site site [OUT]      # default build/site: README + every notebook + decks
     python -m tools.build_site site OUT --no-solutions   # leave solutions/ out of the site
+    python -m tools.build_site site OUT --lite   # with the browser edition in OUT/lite (make site)
     python -m tools.build_site slides [OUT]    # default build/slides: the decks alone
 
 ``make site`` publishes the solutions by default (``make site SOLUTIONS=0`` leaves them out: an
@@ -12,7 +13,9 @@ What "offline" means here: no page loads anything from another site. nbconvert's
 load require.js, MathJax, mermaid, jQuery and reveal.js from CDNs; our templates drop them.
 Formulas are typeset by KaTeX and slides run on reveal.js, both taken from the npm registry at
 build time (pinned, integrity-checked, cached in ``build/vendor/``) and copied into the site
-with their licences; ``tools/offline_html.py`` checks every page. The interactive attention views carry their own JavaScript
+with their licences; ``tools/offline_html.py`` checks every page. The one exception is the
+browser edition in ``lite/`` (``--lite``, ``tools/build_lite.py``): JupyterLite loads Pyodide from
+a CDN when a notebook starts. The interactive attention views carry their own JavaScript
 (course_lib.viz).
 
 The work is done by the package ``tools/sitebuild`` (one module per idea, templates as files):
@@ -35,7 +38,8 @@ __all__ = ["EXTERNAL", "BrokenLinks", "build_site", "build_slides", "check_offli
 
 def main(argv: list[str]) -> int:
     solutions = "--no-solutions" not in argv
-    args = [a for a in argv if a != "--no-solutions"]
+    lite = "--lite" in argv
+    args = [a for a in argv if a not in ("--no-solutions", "--lite")]
     if not args or args[0] not in ("site", "slides") or len(args) > 2:
         print(__doc__)
         return 2
@@ -43,9 +47,9 @@ def main(argv: list[str]) -> int:
     out = Path(args[1]) if len(args) == 2 else ROOT / "build" / what
     try:
         if what == "site":
-            build_site(out, solutions=solutions)
+            build_site(out, solutions=solutions, lite=lite)
         else:
-            build_slides(out)
+            build_slides(out, solutions=solutions)
     except BrokenLinks as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -56,12 +56,16 @@ def parse_script(text: str) -> nbformat.NotebookNode:
     return nb
 
 
-def run_notebook(nb: nbformat.NotebookNode, folder: Path, timeout: int = 600) -> None:
+def run_notebook(
+    nb: nbformat.NotebookNode, folder: Path, timeout: int = 600, kernel_args: tuple = ()
+) -> None:
     """Execute ``nb`` in place, top to bottom, in a python3 kernel whose working directory is
-    ``folder`` (the one place the tools and tests call nbclient)."""
+    ``folder`` (the one place the tools and tests call nbclient); ``kernel_args`` go to the
+    kernel's command line (e.g. ``--IPKernelApp.exec_lines=...``)."""
     NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
-    ).execute()
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(folder)}},
+        extra_arguments=list(kernel_args),
+    ).execute()  # fmt: skip
 
 
 def execute(nb: nbformat.NotebookNode, folder: Path, timeout: int = 600) -> None:

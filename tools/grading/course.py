@@ -21,6 +21,7 @@ from .notebook import Cell, NotGradable, exercise_id
 
 ROOT = Path(__file__).resolve().parents[2]
 EXERCISES = ROOT / "exercises"
+QUIZZES = ROOT / "quizzes"  # the concept quizzes (tools/make_quizzes.py), graded the same way
 
 
 @dataclass
@@ -96,8 +97,14 @@ def _official(exercises: Path) -> list[tuple[Path, str | None]]:
 class Course:
     """Everything the grader trusts, read once before any student code runs."""
 
-    def __init__(self, exercises: Path = EXERCISES, library: Path = ROOT / "course_lib"):
-        self.templates = {p.stem: load_template(p, text) for p, text in _official(exercises)}
+    def __init__(
+        self,
+        exercises: Path = EXERCISES,
+        library: Path = ROOT / "course_lib",
+        quizzes: Path | None = QUIZZES,
+    ):
+        official = _official(exercises) + (_official(quizzes) if quizzes else [])
+        self.templates = {p.stem: load_template(p, text) for p, text in official}
         self.library = {
             str(p.relative_to(library.parent)): p.read_bytes()
             for p in sorted(library.rglob("*"))

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20
-_EXERCISE_TAG = re.compile(r"^exercise-(\d+\.\d+)$")
+_EXERCISE_TAG = re.compile(r"^(exercise|quiz)-(\d+\.\d+)$")  # quiz-1.3: item 3 of quiz 01
 
 
 class NotGradable(Exception):
@@ -69,9 +69,10 @@ def _tags(cell: dict) -> list[str]:
 
 
 def exercise_id(cell) -> str | None:
-    """The ``exercise-N.k`` tag of a notebook cell (dict or nbformat node), if any."""
+    """The ``exercise-N.k`` tag of a notebook cell (dict or nbformat node) as ``"N.k"``, or its
+    ``quiz-N.k`` tag (item k of lecture N's quiz) as ``"QN.k"``, if any."""
     for tag in _tags(cell):
         m = _EXERCISE_TAG.match(tag)
         if m:
-            return m.group(1)
+            return ("Q" if m.group(1) == "quiz" else "") + m.group(2)
     return None

@@ -30,7 +30,16 @@ class Result:
 
 
 def _order(ex: str) -> list[int]:
-    return [int(x) for x in ex.split(".")]
+    """Exercises in lecture order, then quiz items (ids ``QN.k``)."""
+    return [int(ex.startswith("Q")), *(int(x) for x in ex.removeprefix("Q").split("."))]
+
+
+def label(ex: str) -> str:
+    """``"1.2"`` -> ``"exercise 1.2"``, ``"Q1.2"`` -> ``"quiz 1 item 2"``."""
+    if ex.startswith("Q"):
+        lecture, _, item = ex[1:].partition(".")
+        return f"quiz {lecture} item {item}"
+    return f"exercise {ex}"
 
 
 def _result_from(data: dict) -> Result:
@@ -46,20 +55,21 @@ def print_summary(r: Result) -> None:
     if r.warning:
         print(f"  ⚠️  {r.warning}")
     for ex, (ok, why) in sorted(r.exercises.items(), key=lambda kv: _order(kv[0])):
-        print(f"  {'✅' if ok else '❌'} Exercise {ex}" + ("" if ok else ":"))
+        print(f"  {'✅' if ok else '❌'} {label(ex).capitalize()}" + ("" if ok else ":"))
         if not ok:
             print("     " + why.replace("\n", "\n     "))
     if r.uses_course_lib:
         print(f"  ⚠️  imports course_lib in the answer to {', '.join(r.uses_course_lib)}")
     passed = sum(ok for ok, _ in r.exercises.values())
-    print(f"  {passed}/{len(r.exercises)} exercises passed")
+    what = "items" if all(e.startswith("Q") for e in r.exercises) else "exercises"
+    print(f"  {passed}/{len(r.exercises)} {what} passed")
 
 
 def write_csv(results: list[Result], out: Path) -> None:
     ids = sorted({e for r in results for e in r.exercises}, key=_order)
     with out.open("w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["notebook", "lecture", *[f"exercise {e}" for e in ids], "passed", "total",
+        w.writerow(["notebook", "lecture", *[label(e) for e in ids], "passed", "total",
                     "error", "warning", "uses course_lib", "reasons", "seconds"])  # fmt: skip
         for r in results:
             cells = [

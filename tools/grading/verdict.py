@@ -76,7 +76,7 @@ def _exception(info: dict) -> Exception:
 
 def _message(err: BaseException) -> str:
     text = str(err)
-    m = re.search(r"Exercise \d+\.\d+ is not right yet\.\n(.*)", text, re.S)
+    m = re.search(r"(?:Exercise \d+\.\d+|Quiz \d+, item \d+) is not right yet\.\n(.*)", text, re.S)
     return (m.group(1) if m else text).strip()
 
 

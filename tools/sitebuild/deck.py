@@ -51,7 +51,7 @@ _MD = MarkdownIt("commonmark", {"html": True}).enable("table")
 _MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+?\$|\\\(.+?\\\)|\\\[.+?\\\]", re.S)
 
 
-def markdown_html(text: str, inline: bool = False) -> str:
+def markdown_html(text: str, inline: bool = False, md: MarkdownIt = _MD) -> str:
     """Markdown to HTML with the TeX kept verbatim for KaTeX (``_`` in a formula is no emphasis)."""
     stash: list[str] = []
 
@@ -60,7 +60,7 @@ def markdown_html(text: str, inline: bool = False) -> str:
         return f"MATHPLACEHOLDER{len(stash) - 1}X"
 
     protected = _MATH.sub(keep, text)
-    rendered = _MD.renderInline(protected) if inline else _MD.render(protected)
+    rendered = md.renderInline(protected) if inline else md.render(protected)
     return re.sub(r"MATHPLACEHOLDER(\d+)X", lambda m: html.escape(stash[int(m.group(1))]), rendered)
 
 
@@ -353,19 +353,28 @@ def render_deck(slides: list[Slide], title: str, static: str, home: str) -> str:
     )
 
 
-def build_slides(out: Path, static_dir: Path | None = None, *, log=print) -> list[Path]:
+def build_slides(
+    out: Path, static_dir: Path | None = None, *, solutions: bool = True, log=print
+) -> list[Path]:
     """One deck per lecture (``notebooks/NN_*.ipynb``) in ``out``, and a styled index.
 
     ``static_dir``: the site's ``_static`` folder when the decks are part of the site (KaTeX
-    is already there); None builds a standalone folder with its own ``_static``.
+    is already there); None builds a standalone folder with its own ``_static``. Each deck
+    ends with the lecture's quiz; ``solutions=False`` leaves its answers out of the notes.
     """
+    from .quiz import load_quizzes, quiz_slides
+
+    quizzes = {q.lecture: q for q in load_quizzes()}
     out = Path(out)
     if static_dir is None:
         static_dir = fresh_output(out)
     out.mkdir(parents=True, exist_ok=True)
     vendor(REVEAL, static_dir)
     (static_dir / "deck.css").write_text(
-        template("deck.css") + HtmlFormatter().get_style_defs(".deck-code"), encoding="utf-8"
+        template("deck.css")
+        + HtmlFormatter().get_style_defs(".deck-code")
+        + template("contrast.css"),
+        encoding="utf-8",
     )
     (static_dir / "deck.js").write_text(template("deck.js"), encoding="utf-8")
     static = Path(os.path.relpath(static_dir, out)).as_posix() + "/"
@@ -375,6 +384,8 @@ def build_slides(out: Path, static_dir: Path | None = None, *, log=print) -> lis
         deck = Path(source.stem + ".html")
         title = title_of(nb, source.stem)
         slides = deck_slides(nb)
+        if source.stem in quizzes:
+            slides += quiz_slides(quizzes[source.stem], solutions)
         page = render_deck(slides, title, static, "index.html")
         # Links to other lectures go to their decks; anything else stays a plain link.
         page = re.sub(r'href="(\d\d_[\w-]+)\.ipynb', r'href="\1.html', page)

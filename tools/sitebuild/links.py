@@ -37,6 +37,8 @@ def site_path(source: Path) -> Path | None:
     rel = source.relative_to(ROOT)
     if rel.suffix == ".ipynb" and rel.parts[0] in NOTEBOOK_DIRS and len(rel.parts) == 2:
         return rel.with_suffix(".html")
+    if rel.suffix == ".ipynb" and rel.parts[0] == "quizzes" and len(rel.parts) == 2:
+        return rel.with_suffix(".html")  # rendered from the quiz file (sitebuild/quiz.py)
     if rel.as_posix() == "README.md":
         return Path("index.html")
     if len(rel.parts) == 1 and rel.name in MARKDOWN_PAGES:
@@ -80,6 +82,11 @@ def rewrite_links(
         parts = urlsplit(url)
         if parts.scheme or url.startswith(("#", "//")) or not parts.path:
             return m.group(0)
+        if source.name == "README.md" and parts.path.startswith("lite/"):  # the browser edition
+            if (out / parts.path).exists():  # built into the site (make site, make lite)
+                return m.group(0)
+            tag = m.group(1)[: -len('href="')] if m.group(1).endswith('href="') else m.group(1)
+            return f'{tag}title="the browser edition is not in this build" data-left-out="{m.group(2)}"'
         target = (source.parent / unquote(parts.path)).resolve()
         try:
             target.relative_to(ROOT)

@@ -35,6 +35,8 @@ from .links import (
 from .vendor import KATEX, vendor
 
 __all__ = [
+    "BROWSER_LABEL",
+    "browser_link",
     "build_site",
     "executed",
     "figure_alt",
@@ -191,16 +193,39 @@ def site_exporter() -> HTMLExporter:
     )
 
 
-def build_site(out: Path, *, solutions: bool = True, slides: bool = True, log=print) -> list[Path]:
+#: the label of a lecture's link to the browser edition (``make lite``, in the site as ``lite/``)
+BROWSER_LABEL = "Open in the browser, nothing to install"
+
+
+def browser_link(notebook: Path) -> Path | None:
+    """The browser edition's page for ``notebooks/NN_x.ipynb`` or ``exercises/NN_x.ipynb``
+    (site-relative), or None if the browser edition does not have it."""
+    from tools.build_lite import LECTURES
+
+    if notebook.parent.name not in ("notebooks", "exercises") or notebook.stem not in LECTURES:
+        return None
+    return Path(f"lite/lab/index.html?path={notebook.parent.name}/{notebook.name}")
+
+
+def build_site(
+    out: Path, *, solutions: bool = True, slides: bool = True, lite: bool = False, log=print
+) -> list[Path]:
     """Render README, the Markdown pages and every notebook into ``out``; return the pages.
 
     ``solutions=False`` leaves ``solutions/`` out (links to it keep their text, lose their
     target); ``slides=True`` also builds the decks into ``out/slides`` and links each lecture
-    to its deck.
+    to its deck; ``lite=True`` builds the browser edition into ``out/lite`` (``make lite``) and
+    links the lectures it has to it (without it those links keep their text, lose their target).
     """
     out = Path(out)
     static_dir = fresh_output(out)
-    (static_dir / "site.css").write_text(template("site.css"), encoding="utf-8")
+    if lite:
+        from tools.build_lite import build_lite
+
+        build_lite(out / "lite", log=log)
+    (static_dir / "site.css").write_text(
+        template("site.css") + template("contrast.css"), encoding="utf-8"
+    )
     folders = tuple(d for d in NOTEBOOK_DIRS if solutions or d != "solutions")
     sources = notebook_sources(folders)
     left_out = frozenset(site_path(p) for p in notebook_sources()) - {site_path(p) for p in sources}
@@ -209,11 +234,16 @@ def build_site(out: Path, *, solutions: bool = True, slides: bool = True, log=pr
     pages = {site_path(p) for p in [*sources, *md_sources]}
     notebooks = {p: nbformat.read(p, as_version=4) for p in sources}
     titles = {site_path(p): title_of(nb, p.stem) for p, nb in notebooks.items()}
+    from .quiz import load_quizzes, quiz_page, section_anchors, site_page
+
+    quizzes = {q.lecture: q for q in load_quizzes()}
+    pages |= {site_page(q) for q in quizzes.values()}
     decks: set[Path] = set()
     if slides:
         from .deck import build_slides  # the decks import the site's helpers
 
-        decks = {Path("slides") / d for d in build_slides(out / "slides", static_dir, log=log)}
+        built = build_slides(out / "slides", static_dir, solutions=solutions, log=log)
+        decks = {Path("slides") / d for d in built}
     exporter = site_exporter()
     for folder in folders:
         in_folder = [p for p in sources if p.parent.name == folder]
@@ -232,6 +262,11 @@ def build_site(out: Path, *, solutions: bool = True, slides: bool = True, log=pr
             deck = Path("slides") / page.name
             if folder == "notebooks" and deck in decks:
                 extra.append(("Slides", deck))
+            if folder == "notebooks" and source.stem in quizzes:
+                extra.append(("Quiz", site_page(quizzes[source.stem])))
+            browser = browser_link(source.relative_to(ROOT))
+            if lite and browser is not None:
+                extra.append((BROWSER_LABEL, browser))
             static = relative(Path("_static"), page) + "/"
             nav = _nav(page, prev_next, titles, extra)
             resources = {
@@ -249,6 +284,20 @@ def build_site(out: Path, *, solutions: bool = True, slides: bool = True, log=pr
             (out / page).parent.mkdir(parents=True, exist_ok=True)
             (out / page).write_text(body, encoding="utf-8")
             log(f"wrote {page}")
+    for quiz in quizzes.values():
+        page = site_page(quiz)
+        lecture = Path("notebooks") / f"{quiz.lecture}.html"
+        written = out / lecture
+        anchors = section_anchors(written.read_text(encoding="utf-8")) if written.exists() else {}
+        static = relative(Path("_static"), page) + "/"
+        nav = _nav(page, (None, None), titles, [("Lecture", lecture)] if written.exists() else [])
+        head = f'<link rel="stylesheet" href="{static}site.css">\n{katex_head(static)}'
+        body = quiz_page(quiz, f'<nav class="course-nav">{nav}</nav>', head,
+                         relative(lecture, page), anchors, solutions)  # fmt: skip
+        check_offline(body, str(page))
+        (out / page).parent.mkdir(parents=True, exist_ok=True)
+        (out / page).write_text(body, encoding="utf-8")
+        log(f"wrote {page}")
     for source in md_sources:
         page = site_path(source)
         extra_nav = ""

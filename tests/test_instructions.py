@@ -46,7 +46,7 @@ def test_exact_match():
 
 def test_the_held_out_kinds_are_kept_apart():
     train_words, unseen = instruction_words()
-    assert len(train_words) == 1587 and len(unseen) == 100 and not set(train_words) & set(unseen)
+    assert len(train_words) == 3046 and len(unseen) == 100 and not set(train_words) & set(unseen)
     training = training_instructions(5000, seed=0)
     seen_words = {w for x in training for w in x.words}
     seen_lists = {x.words for x in training}

@@ -33,7 +33,7 @@ import torch
 
 from course_lib import load_tiny_gpt, seed_everything
 from course_lib.configs import GPTConfig
-from course_lib.data.chat import load_chat_tokenizer, render_chat
+from course_lib.data.chat import BASE_VOCAB_SIZE, load_chat_tokenizer, render_chat
 from course_lib.data.instructions import (
     FAMILIES,
     HELD_OUT_KINDS,
@@ -60,7 +60,7 @@ SETTINGS = {
     "seed": 0,
     "threads": 1,
     "batch_size": 32,
-    "sft_steps": 1500,
+    "sft_steps": 2200,
     "sft_lr": 1e-3,
     "dropout": 0.0,
     "random_lr": 1e-3,
@@ -70,10 +70,10 @@ SETTINGS = {
     "lora_alpha": 16,
     "lora_targets": ["w_q", "w_k", "w_v", "w_o", "linear1", "linear2"],
     "dpo_steps": 150,
-    "dpo_lr": 1e-3,
+    "dpo_lr": 2e-5,
     "dpo_beta": 0.1,
     "dpo_pairs": 16,
-    "stored_replies": 10,  # per held-out kind, stored for the reproduction test
+    "stored_every": 30,  # every 30th held-out reply is stored (10 per kind, 2 per family)
 }
 
 
@@ -144,7 +144,24 @@ def preference_tensors(tokenizer, instructions):
 
 
 def lora_state(model) -> dict:
-    return {k: v.detach().half() for k, v in model.state_dict().items() if "lora_" in k}
+    """The adapters, and the token embedding when its chat-token rows were trained."""
+    keep = (
+        ("lora_", "token_embedding") if model.token_embedding.weight.requires_grad else ("lora_",)
+    )
+    return {k: v.detach().half() for k, v in model.state_dict().items()
+            if any(part in k for part in keep)}  # fmt: skip
+
+
+def train_new_token_rows(model, n_old: int) -> int:
+    """Make the embedding rows of the chat tokens trainable (as peft's
+    ``trainable_token_indices``): the other rows get a zero gradient, so AdamW (no weight decay)
+    leaves them exactly as they were. Returns the number of trainable parameters."""
+    weight = model.token_embedding.weight
+    weight.requires_grad_(True)
+    keep = torch.zeros_like(weight)
+    keep[n_old:] = 1.0
+    weight.register_hook(lambda grad: grad * keep)
+    return trainable_parameter_count(model) - n_old * weight.shape[1]
 
 
 def main() -> None:
@@ -155,6 +172,11 @@ def main() -> None:
     parser.add_argument("--eval-per-family", type=int, default=None)
     parser.add_argument("--out-dir", type=Path, default=ASSISTANT_CHECKPOINTS["tuned"].parent)
     parser.add_argument("--skip", nargs="*", default=[], help="runs to skip: random lora dpo")
+    parser.add_argument(
+        "--reuse-tuned",
+        action="store_true",
+        help="load assistant_tuned.pt from --out-dir instead of stages 0-2",
+    )
     args = parser.parse_args()
     cfg = dict(SETTINGS, sft_steps=args.steps, lora_steps=args.lora_steps,
                dpo_steps=args.dpo_steps)  # fmt: skip
@@ -180,42 +202,51 @@ def main() -> None:
         model, _ = load_assistant(name, path)
         result = evaluate(model, tok, ev)
         payload["scores"] = result["correct"]
-        payload["replies"] = {k: v[: cfg["stored_replies"]] for k, v in result["replies"].items()}
+        payload["replies"] = {k: v[:: cfg["stored_every"]] for k, v in result["replies"].items()}
         torch.save(payload, path)
         print(f"saved {path} ({path.stat().st_size / 1e6:.2f} MB)\n{summary(result)}", flush=True)
         return result
 
-    # 0. the base model, as it is
-    base_result = evaluate(pretrained, tok, ev)
-    print(f"base model\n{summary(base_result)}", flush=True)
+    def tuned_and_control() -> GPT:
+        # 0. the base model, as it is
+        base_result = evaluate(pretrained, tok, ev)
+        print(f"base model\n{summary(base_result)}", flush=True)
 
-    # 1. instruction tuning, full fine-tuning
-    tuned = copy.deepcopy(pretrained)
-    log, seconds = sft(tuned, tok, cfg["sft_steps"], cfg["sft_lr"], cfg, "instruction tuning")
-    print(f"tuned: {seconds:.0f} CPU-s, last loss {np.mean(log.losses[-50:]):.3f}", flush=True)
-    extra = {"base_scores": base_result["correct"], "cpu_seconds": {"tuned": seconds},
-             "trainable_parameters": trainable_parameter_count(tuned),
-             "losses": log.smoothed(50)[::10]}  # fmt: skip
+        # 1. instruction tuning, full fine-tuning
+        tuned = copy.deepcopy(pretrained)
+        log, seconds = sft(tuned, tok, cfg["sft_steps"], cfg["sft_lr"], cfg, "instruction tuning")
+        print(f"tuned: {seconds:.0f} CPU-s, last loss {np.mean(log.losses[-50:]):.3f}", flush=True)
+        extra = {"base_scores": base_result["correct"], "cpu_seconds": {"tuned": seconds},
+                 "trainable_parameters": trainable_parameter_count(tuned),
+                 "losses": log.smoothed(50)[::10]}  # fmt: skip
 
-    # 2. the random-init control (scores only; stored with the tuned model)
-    if "random" not in args.skip:
-        seed_everything(cfg["seed"] + 1, threads=cfg["threads"])
-        scratch = GPT(config)
-        log_r, seconds_r = sft(scratch, tok, cfg["sft_steps"], cfg["random_lr"], cfg, "random init")
-        random_result = evaluate(scratch, tok, ev)
-        print(f"random init: {seconds_r:.0f} CPU-s, last loss {np.mean(log_r.losses[-50:]):.3f}\n"
-              f"{summary(random_result)}", flush=True)  # fmt: skip
-        extra["random_init_scores"] = random_result["correct"]
-        extra["cpu_seconds"]["random_init"] = seconds_r
-    state = {k: v.half() for k, v in tuned.state_dict().items() if k != "lm_head.weight"}
-    save_and_score("tuned", extra, state)
-    tuned, _ = load_assistant("tuned", args.out_dir / ASSISTANT_CHECKPOINTS["tuned"].name)
+        # 2. the random-init control (scores only; stored with the tuned model)
+        if "random" not in args.skip:
+            seed_everything(cfg["seed"] + 1, threads=cfg["threads"])
+            scratch = GPT(config)
+            log_r, seconds_r = sft(
+                scratch, tok, cfg["sft_steps"], cfg["random_lr"], cfg, "random init"
+            )
+            random_result = evaluate(scratch, tok, ev)
+            print(f"random init: {seconds_r:.0f} CPU-s, last loss {np.mean(log_r.losses[-50:]):.3f}\n"
+                  f"{summary(random_result)}", flush=True)  # fmt: skip
+            extra["random_init_scores"] = random_result["correct"]
+            extra["cpu_seconds"]["random_init"] = seconds_r
+        state = {k: v.half() for k, v in tuned.state_dict().items() if k != "lm_head.weight"}
+        save_and_score("tuned", extra, state)
+        return load_assistant("tuned", args.out_dir / ASSISTANT_CHECKPOINTS["tuned"].name)[0]
+
+    if args.reuse_tuned:  # stages 0-2 were run before: they are deterministic, reuse them
+        tuned, _ = load_assistant("tuned", args.out_dir / ASSISTANT_CHECKPOINTS["tuned"].name)
+    else:
+        tuned = tuned_and_control()
 
     # 3. LoRA on the pretrained model
     if "lora" not in args.skip:
         seed_everything(cfg["seed"], threads=cfg["threads"])
         lora_model = copy.deepcopy(pretrained)
-        n_trainable = apply_lora(lora_model, cfg["lora_r"], cfg["lora_alpha"], cfg["lora_targets"])
+        apply_lora(lora_model, cfg["lora_r"], cfg["lora_alpha"], cfg["lora_targets"])
+        n_trainable = train_new_token_rows(lora_model, BASE_VOCAB_SIZE)
         log_l, seconds_l = sft(lora_model, tok, cfg["lora_steps"], cfg["lora_lr"], cfg, "LoRA")
         print(f"LoRA: {n_trainable} trainable parameters, {seconds_l:.0f} CPU-s", flush=True)
         save_and_score("lora", {"base": "pretrained", "lora": lora_settings,

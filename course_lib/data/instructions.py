@@ -11,8 +11,8 @@ course's documentation corpus (the words lecture 11's GPT was pretrained on). Fi
 
 The first three have a one-word answer (**one-answer families**); the last two rewrite the whole
 list. Each family has three **training phrasings** and one **held-out phrasing** never used in
-tuning. The 1,687 lowercase words of 3-8 letters that occur at least twice in lecture 11's
-training documents are split once: 1,587 **training words**, 100 **unseen words** (never in an
+tuning. The 3,146 lowercase words of 3-10 letters in lecture 11's training documents are
+split once: 3,046 **training words**, 100 **unseen words** (never in an
 instruction the model is tuned on; the pretrained model has read them in the corpus).
 
 Three held-out kinds, kept apart (:func:`held_out_instructions`):
@@ -93,7 +93,7 @@ ONE_ANSWER_FAMILIES = ("first", "last", "count")
 HELD_OUT_KINDS = ("new_combinations", "unseen_words", "unseen_phrasing")
 N_TRAINING_PHRASINGS = 3
 MIN_WORDS, MAX_WORDS = 3, 6
-MIN_COUNT, N_UNSEEN = 2, 100
+MIN_COUNT, N_UNSEEN = 1, 100
 
 
 class Instruction(NamedTuple):
@@ -108,10 +108,9 @@ class Instruction(NamedTuple):
 
 @functools.lru_cache(maxsize=1)
 def instruction_words() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``(training_words, unseen_words)``: the lowercase words of 3-8 letters that occur at
-    least twice in lecture 11's training documents (alphabetical), split by a fixed shuffle into
-    1,587 and 100."""
-    counts = Counter(w for d in lm_documents()[0] for w in re.findall(r"\b[a-z]{3,8}\b", d))
+    """``(training_words, unseen_words)``: the lowercase words of 3-10 letters in lecture 11's
+    training documents (alphabetical), split by a fixed shuffle into 3,046 and 100."""
+    counts = Counter(w for d in lm_documents()[0] for w in re.findall(r"\b[a-z]{3,10}\b", d))
     top = sorted(w for w, n in counts.items() if n >= MIN_COUNT)
     order = np.random.default_rng(0).permutation(len(top))
     shuffled = [top[i] for i in order]

@@ -208,8 +208,9 @@ def load_assistant(name: str = "tuned", path: str | Path | None = None) -> tuple
     missing, unexpected = model.load_state_dict(state, strict=False)
     if base is None:
         fits = missing in ([], ["lm_head.weight"])  # the head is tied to the embedding
-    else:  # only the adapters are stored
-        fits = sorted(missing) == sorted(k for k in model.state_dict() if "lora_" not in k)
+    else:  # the adapters (and the embedding, if its chat-token rows were trained)
+        expected = {k for k in model.state_dict() if "lora_" not in k} - set(state)
+        fits = set(missing) - {"lm_head.weight"} == expected - {"lm_head.weight"}
     if unexpected or not fits:
         raise ValueError(f"{path} does not fit: missing {missing}, unexpected {unexpected}")
     if base is not None:

@@ -1,0 +1,230 @@
+"""Checks for the exercises of lecture 14 (response-only mask, LoRA forward, DPO loss, and a
+measured accuracy of the shipped assistant).
+
+Each check compares the student's answer with the course library on fixed cases and on random
+inputs drawn from its keyword-only ``seed``; when the answer is wrong it tries the usual mistakes
+on the same input and names the one that matches.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..data.chat import load_chat_tokenizer, render_chat
+from ..data.instructions import (
+    FAMILIES,
+    HELD_OUT_KINDS,
+    exact_match,
+    held_out_instructions,
+    instruction_words,
+)
+from ..models.assistant import generate_replies, load_assistant
+from ..models.dpo import dpo_loss
+from . import ExerciseError, call_student, check_mistakes, passed
+
+__all__ = ["check_response_mask", "check_lora_forward", "check_dpo_losses", "check_accuracy"]
+
+_USER, _ASSISTANT, _END = 512, 513, 514
+
+
+# --- 14.1 ----------------------------------------------------------------------------------
+
+
+def _conversations(rng: np.random.Generator) -> list[tuple[str, list[dict]]]:
+    words = list(instruction_words()[0])
+
+    def text(k: int) -> str:
+        return " ".join(words[i] for i in rng.choice(len(words), size=k, replace=False))
+
+    two_turns = []
+    for _ in range(2):
+        two_turns += [{"role": "user", "content": text(3)},
+                      {"role": "assistant", "content": text(int(rng.integers(1, 4)))}]  # fmt: skip
+    return [
+        ("one question, one answer", [{"role": "user", "content": "What is the first word of: "
+                                       "open file read?"},
+                                      {"role": "assistant", "content": "open"}]),
+        ("two turns (random words)", two_turns),
+        ("the user speaks last (nothing to train on after the answer)",
+         two_turns[:2] + [{"role": "user", "content": text(2)}]),
+        ("an answer that is the text '<|end|>' (characters, not the token)",
+         [{"role": "user", "content": "Type <|end|>"},
+          {"role": "assistant", "content": "<|end|>"}]),
+    ]  # fmt: skip
+
+
+def _masks(ids: list[int]) -> dict[str, list[bool]]:
+    """The usual wrong masks, worked out from the ids with the roles' token ids."""
+    role, with_role, without_end, users = None, [], [], []
+    for t in ids:
+        if t in (_USER, _ASSISTANT):
+            role = t
+            with_role.append(t == _ASSISTANT)
+            without_end.append(False)
+            users.append(False)
+            continue
+        with_role.append(role == _ASSISTANT)
+        without_end.append(role == _ASSISTANT and t != _END)
+        users.append(role == _USER)
+    return {
+        "the <|assistant|> token itself is part of the PROMPT: the model reads it, then answers; "
+        "it is never a target (mask False).": with_role,
+        "mark the assistant's <|end|> token too: the model must learn to STOP after its answer.":
+            without_end,
+        "that is the user's part: train on what the ASSISTANT says (and its <|end|>).": users,
+        "that marks every token (an ordinary language-model loss): the mask is True only on the "
+        "assistant's answers.": [True] * len(ids),
+    }  # fmt: skip
+
+
+def check_response_mask(student_fn, *, seed: int = 0) -> None:
+    """Exercise 14.1: ``response_mask(ids)`` -> the loss mask of a rendered conversation."""
+    ex = "14.1"
+    tok = load_chat_tokenizer()
+    for what, messages in _conversations(np.random.default_rng(seed)):
+        ids, expected = render_chat(messages, tok)
+        got = call_student(ex, student_fn, list(ids))
+        if got is None or isinstance(got, (str, bytes)) or not hasattr(got, "__len__"):
+            raise ExerciseError(ex, f"{what}: expected a list of {len(ids)} True/False, got "
+                                f"{type(got).__name__}.", "return one bool per id.")  # fmt: skip
+        got = [bool(v) for v in np.asarray(got).reshape(-1).tolist()]
+        mistakes = {h: np.array(m, dtype=float) for h, m in _masks(ids).items()}
+        check_mistakes(ex, np.array(got, dtype=float), np.array(expected, dtype=float),
+                       what=f"{what} (1 = True)", mistakes=mistakes,
+                       hint="True from the token after <|assistant|> up to and including the "
+                            "<|end|> that closes that turn; False everywhere else.")  # fmt: skip
+    passed(ex, "the response-only mask")
+
+
+# --- 14.2 ----------------------------------------------------------------------------------
+
+
+def _lora_reference(x, W, b, A, B, alpha):
+    r = A.shape[0]
+    return x @ W.T + b + (alpha / r) * (x @ A.T) @ B.T
+
+
+def check_lora_forward(student_fn, *, seed: int = 0) -> None:
+    """Exercise 14.2: ``lora_forward(x, W, b, A, B, alpha)`` with the scaling ``alpha / r``."""
+    ex = "14.2"
+    rng = np.random.default_rng(seed)
+    cases = [
+        ("x (2, 3), r = 1, alpha = 1, B = 0 (the start of training: the base layer alone)",
+         rng.normal(size=(2, 3)), rng.normal(size=(4, 3)), rng.normal(size=4),
+         rng.normal(size=(1, 3)), np.zeros((4, 1)), 1.0),
+        ("x (5, 6), r = 2, alpha = 16", rng.normal(size=(5, 6)), rng.normal(size=(3, 6)),
+         rng.normal(size=3), rng.normal(size=(2, 6)), rng.normal(size=(3, 2)), 16.0),
+        ("x (2, 4, 8) (a batch of sequences), r = 4, alpha = 8", rng.normal(size=(2, 4, 8)),
+         rng.normal(size=(5, 8)), rng.normal(size=5), rng.normal(size=(4, 8)),
+         rng.normal(size=(5, 4)), 8.0),
+    ]  # fmt: skip
+    for what, x, W, b, A, B, alpha in cases:
+        got = call_student(ex, student_fn, x.copy(), W.copy(), b.copy(), A.copy(), B.copy(), alpha)
+        if isinstance(got, torch.Tensor):
+            got = got.detach().double().numpy()
+        r = A.shape[0]
+        update = (x @ A.T) @ B.T
+        base = x @ W.T + b
+        mistakes = {
+            "scale the update by alpha / r, not by alpha (the bug of LLMs-from-scratch's LoRA, "
+            "its issue #821): with r = 1 the two agree, so the check uses r > 1.":
+                base + alpha * update,
+            "the update is multiplied by the scaling alpha / r: you left it out.": base + update,
+            "the scaling is alpha / r (alpha divided by the rank), not r / alpha.":
+                base + (r / alpha) * update,
+            "keep the frozen layer: y = x W^T + b PLUS the update.": (alpha / r) * update,
+            "the frozen layer has a bias b: add it.": x @ W.T + (alpha / r) * update,
+        }  # fmt: skip
+        check_mistakes(ex, got, _lora_reference(x, W, b, A, B, alpha), what=what,
+                       mistakes=mistakes, rtol=1e-5, atol=1e-5,
+                       hint="y = x W^T + b + (alpha / r) (x A^T) B^T with r = A.shape[0].")  # fmt: skip
+    passed(ex, "a LoRA layer's forward pass")
+
+
+# --- 14.3 ----------------------------------------------------------------------------------
+
+
+def check_dpo_losses(student_fn, *, seed: int = 0) -> None:
+    """Exercise 14.3: the DPO loss of each pair from the four arrays of log-probabilities."""
+    ex = "14.3"
+    rng = np.random.default_rng(seed)
+    cases = [
+        ("one pair, policy = reference (every log-ratio 0), beta 0.1",
+         np.array([-3.0]), np.array([-5.0]), np.array([-3.0]), np.array([-5.0]), 0.1),
+        ("two pairs, beta 0.5", np.array([-1.0, -2.0]), np.array([-6.0, -1.0]),
+         np.array([-3.0, -2.5]), np.array([-3.0, -1.5]), 0.5),
+        ("six random pairs, random beta", *(-10 * rng.random((4, 6))),
+         float(rng.uniform(0.05, 1.0))),
+    ]  # fmt: skip
+    for what, pc, pr, rc, rr, beta in cases:
+        got = call_student(ex, student_fn, pc.copy(), pr.copy(), rc.copy(), rr.copy(), beta)
+        if isinstance(got, torch.Tensor):
+            got = got.detach().double().numpy()
+        as_t = [torch.tensor(v) for v in (pc, pr, rc, rr)]
+        expected = dpo_loss(*as_t, beta=beta)[0].numpy()
+        margin = (pc - rc) - (pr - rr)
+
+        def nll(z):
+            return np.log1p(np.exp(-z))
+
+        mistakes = {
+            "subtract the REFERENCE's log-probabilities: DPO compares log pi / pi_ref of the "
+            "chosen answer with that of the rejected one.": nll(beta * (pc - pr)),
+            "multiply the margin by beta INSIDE the sigmoid: -log sigmoid(beta * margin).":
+                beta * nll(margin),
+            "the sign: the loss is small when the CHOSEN answer gained more than the rejected "
+            "one, -log sigmoid(+beta * margin).": nll(-beta * margin),
+            "return one loss per pair (the mean is taken when training).":
+                np.full_like(pc, nll(beta * margin).mean()),
+            "the loss is -log sigmoid(...), not 1 - sigmoid(...).":
+                1 - 1 / (1 + np.exp(-beta * margin)),
+        }  # fmt: skip
+        if np.ndim(got) == 0 and pc.size == 1:  # one pair: a number is its loss
+            got = np.reshape(np.asarray(got, dtype=float), (1,))
+        if np.ndim(got) == 0 and pc.size > 1:
+            raise ExerciseError(ex, f"{what}: expected {pc.size} losses, got one number {got!r:.40}.",
+                                "return one loss per pair (the mean is taken when training).")  # fmt: skip
+        check_mistakes(ex, got, expected, what=what, mistakes=mistakes, rtol=1e-5, atol=1e-6,
+                       hint="loss = -log sigmoid(beta * ((pc - rc) - (pr - rr))) per pair.")  # fmt: skip
+    passed(ex, "the DPO loss")
+
+
+# --- 14.4 ----------------------------------------------------------------------------------
+
+_ONE_ANSWER = ("first", "last", "count")
+
+
+def _accuracy(kind: str, families, per_family: int) -> float:
+    model, _ = load_assistant("tuned")
+    tok = load_chat_tokenizer()
+    items = [x for x in held_out_instructions(kind, per_family) if x.family in families]
+    replies = generate_replies(model, tok, [x.prompt for x in items])
+    return float(np.mean([exact_match(r, x.answer) for r, x in zip(replies, items, strict=True)]))
+
+
+def check_accuracy(student_fn, *, seed: int = 0) -> None:
+    """Exercise 14.4: the tuned assistant's exact-match accuracy on a held-out kind."""
+    ex = "14.4"
+    rng = np.random.default_rng(seed)
+    kinds = list(HELD_OUT_KINDS)
+    cases = [("unseen_words", ["first", "last", "count"], 4),
+             (kinds[int(rng.integers(3))], [FAMILIES[int(i)] for i in
+                                            sorted(rng.choice(5, size=2, replace=False))], 3)]  # fmt: skip
+    for kind, families, per_family in cases:
+        what = f"accuracy on {kind!r}, families {families}, {per_family} per family"
+        got = call_student(ex, student_fn, kind, list(families), per_family)
+        if isinstance(got, bool) or not isinstance(got, (int, float, np.floating, np.integer)):
+            raise ExerciseError(ex, f"{what}: expected a number between 0 and 1, got "
+                                f"{type(got).__name__} {got!r:.60}.")  # fmt: skip
+        expected = _accuracy(kind, families, per_family)
+        if abs(float(got) - expected) < 1e-9:
+            continue
+        hint = "generate the tuned model's replies to the prompts of exactly these families and "
+        hint += "count the exact matches (exact_match) over all of them."
+        if abs(float(got) - 100 * expected) < 1e-6:
+            hint = "return a fraction between 0 and 1, not a percentage."
+        elif abs(float(got) - _accuracy(kind, FAMILIES, per_family)) < 1e-9:
+            hint = "keep only the instructions of the families asked for (x.family in families)."
+        raise ExerciseError(ex, f"{what}:\n  expected {expected:.4f}\n  got      {got}", hint)
+    passed(ex, "the tuned assistant, measured")

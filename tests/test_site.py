@@ -326,7 +326,12 @@ def test_site_without_solutions(tmp_path):
         text = page.read_text(encoding="utf-8")
         assert 'href="solutions/' not in text and 'href="../solutions/' not in text, page
     lecture = (out / "notebooks" / "01_softmax.html").read_text(encoding="utf-8")
-    assert ">Solutions<" not in lecture and ">Exercises<" in lecture
+    assert ">Solutions<" not in lecture and ">Exercises<" in lecture and ">Quiz<" in lecture
+    quizzes = sorted((out / "quizzes").glob("*_quiz.html"))
+    assert len(quizzes) >= 13
+    for page in quizzes:  # the questions, never the answers
+        text = page.read_text(encoding="utf-8")
+        assert 'type="radio"' in text and "quiz-answer" not in text and "Answer:" not in text
 
 
 # -- accessibility: axe-core on every page and deck, the keyboard alone -----------------------

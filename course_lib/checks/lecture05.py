@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from ..nn import DecoderLayer, EncoderLayer, transformer_parameter_count
-from . import Built, ExerciseError, call_student, check_count, check_mistakes, passed
+from . import Built, ExerciseError, call_student, check_count, check_mistakes, hidden_rng, passed
 
 __all__ = [
     "check_layer_norm",
@@ -220,10 +220,15 @@ def check_pre_ln_layer(student_fn, *, seed: int = 0) -> None:
     passed(ex, "pre-LN encoder layer")
 
 
-def check_decoder_parameter_count(student_fn) -> None:
-    """Exercise 5.4: parameters of one DECODER layer (biases everywhere), d_ff given."""
+def check_decoder_parameter_count(student_fn, *, seed: int = 0) -> None:
+    """Exercise 5.4: parameters of one DECODER layer (biases everywhere), d_ff given (fixed
+    sizes, and hidden ones for seed > 0)."""
     ex = "5.4"
-    for d, f in ((512, 2048), (768, 3072), (16, 64), (8, 20), (1, 1)):
+    cases = ((512, 2048), (768, 3072), (16, 64), (8, 20), (1, 1))
+    if seed:
+        rng = hidden_rng(seed, 54)
+        cases = tuple((int(d), int(f)) for d, f in rng.integers(2, 2000, size=(3, 2)))
+    for d, f in cases:
         got = call_student(ex, student_fn, d, f)
         attn, ffn, norm = 4 * d * d + 4 * d, 2 * d * f + f + d, 2 * d
         hints = {

@@ -214,26 +214,66 @@ def test_saturation_answer_is_what_a_measurement_gives():
     assert _mean_top_weight(4, False, n_keys=10) < 0.5 < _mean_top_weight(8, False, n_keys=10)
 
 
-def test_saturation_passes_the_measured_answer(capsys):
-    check_saturation(16, None)
-    check_saturation(np.int64(16), None)
+def mean_top_weight(d_k, n_keys, scaled, rng, n_queries=500):  # the solution's measurement
+    tops = []
+    for start in range(0, n_queries, 100):
+        chunk = min(100, n_queries - start)
+        q = rng.standard_normal((chunk, 1, d_k))
+        k = rng.standard_normal((chunk, n_keys, d_k))
+        s = (q @ k.transpose(0, 2, 1))[:, 0] / (np.sqrt(d_k) if scaled else 1.0)
+        tops.append(softmax(s).max(axis=-1))
+    return float(np.concatenate(tops).mean())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_saturation_passes_a_measurement_on_hidden_inputs(seed, capsys):
+    check_saturation(mean_top_weight, 16, None, seed=seed)
+    check_saturation(mean_top_weight, np.int64(16), None, seed=seed)
     assert capsys.readouterr().out.count("✅ Exercise 1.4 passed") == 2
+
+
+def test_saturation_fails_copied_numbers_without_a_measurement():
+    """The issue's attack: the numbers copied, the measuring function a constant."""
+    with pytest.raises(ExerciseError, match="too (low|high)"):
+        check_saturation(lambda d_k, n_keys, scaled, rng, n_queries=500: 0.55, 16, None)
+    # a function that is right for 100 keys only (a lookup of the visible cases) fails hidden ones
+    table = {(d, s): mean_top_weight(d, 100, s, np.random.default_rng(0), 2000)
+             for d in (1, 16, 256) for s in (False, True)}  # fmt: skip
+    lookup = lambda d_k, n_keys, scaled, rng, n_queries=500: table.get((d_k, scaled), 0.5)  # noqa: E731
+    check_saturation(lookup, 16, None)
+    with pytest.raises(ExerciseError, match="too (low|high)"):
+        check_saturation(lookup, 16, None, seed=3)
+
+
+@pytest.mark.parametrize(
+    ("fn", "hint"),
+    [
+        (lambda d, n, s, rng, q=500: mean_top_weight(d, n, not s, rng, q), "the other case"),
+        (lambda d, n, s, rng, q=500: 1 / n, "mean of ALL weights"),
+        (lambda d, n, s, rng, q=500: 1.1 * mean_top_weight(d, n, s, rng, q) + 0.01, "for each"),
+    ],
+)
+def test_saturation_names_the_measurement_mistake(fn, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_saturation(fn, 16, None)
 
 
 @pytest.mark.parametrize(
     ("unscaled", "scaled", "hint"),
     [
-        (8, None, "answer for 10 keys"),
-        (32, None, "already above 0.5"),
-        (1024, None, "measure mean"),
+        (8, None, "too low(?s:.*)10"),
+        (32, None, "too high"),
+        (1024, None, "too high"),
         (16, 1024, "never saturates"),
-        (16.0, None, "expected an int"),
-        (True, None, "expected an int"),
+        (16.0, None, "expected an integer"),
+        (True, None, "expected an integer"),
     ],
 )
-def test_saturation_names_the_mistake(unscaled, scaled, hint):
-    with pytest.raises(ExerciseError, match=hint):
-        check_saturation(unscaled, scaled)
+def test_saturation_names_the_mistake_without_the_value(unscaled, scaled, hint):
+    with pytest.raises(ExerciseError, match=hint) as err:
+        check_saturation(mean_top_weight, unscaled, scaled)
+    if scaled is None:
+        assert "16" not in str(err.value).replace(f"{unscaled}", "")
 
 
 # --- the helpers in course_lib.checks ------------------------------------------------------

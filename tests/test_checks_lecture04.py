@@ -68,10 +68,32 @@ WRONG_4_1 = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("answer", [pe_vectorised, pe_loops])
-def test_positional_encoding_passes_right_answers(answer, capsys):
-    check_positional_encoding(answer)
+def pe_float32_torch(n, d):  # the PyTorch tutorial's table: float32 throughout
+    position = torch.arange(n).unsqueeze(1)
+    div_term = torch.exp(torch.arange(0, d, 2) * (-math.log(10000.0) / d))
+    pe = torch.zeros(n, d)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(position * div_term), torch.cos(position * div_term)
+    return pe
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+@pytest.mark.parametrize("answer", [pe_vectorised, pe_loops, pe_float32_torch])
+def test_positional_encoding_passes_right_answers(answer, seed, capsys):
+    check_positional_encoding(answer, seed=seed)
     assert capsys.readouterr().out == "✅ Exercise 4.1 passed: sinusoidal positional encoding\n"
+
+
+def test_a_float32_table_passes_but_a_float64_off_by_float32_rounding_is_named():
+    check_positional_encoding(lambda n, d: pe_vectorised(n, d).astype(np.float32))
+    with pytest.raises(ExerciseError, match="float32 rounding"):
+        check_positional_encoding(lambda n, d: pe_vectorised(n, d) + 3e-6)
+
+
+def test_a_lookup_of_the_visible_sizes_fails_the_hidden_ones():
+    seen = {(n, d): pe_vectorised(n, d) for n, d in ((2, 4), (5, 4), (50, 16), (1, 2), (3, 128))}
+    check_positional_encoding(lambda n, d: seen[n, d])
+    with pytest.raises(ExerciseError, match="raised KeyError"):
+        check_positional_encoding(lambda n, d: seen[n, d], seed=5)
 
 
 @pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_4_1, ids=_ids(WRONG_4_1))
@@ -124,10 +146,18 @@ def test_halves_encoding_is_the_interleaved_table_reordered():
                                np.cos(3), np.cos(3 / 10000 ** (2 / 6)), np.cos(3 / 10000 ** (4 / 6))])  # fmt: skip
 
 
+@pytest.mark.parametrize("seed", [0, 3])
 @pytest.mark.parametrize("answer", [shift_halves, shift_halves_by_permutation])
-def test_shift_matrix_passes_right_answers(answer, capsys):
-    check_shift_matrix_halves(answer)
+def test_shift_matrix_passes_right_answers(answer, seed, capsys):
+    check_shift_matrix_halves(answer, seed=seed)
     assert "✅ Exercise 4.2 passed" in capsys.readouterr().out
+
+
+def test_shift_matrix_lookup_of_the_visible_cases_fails_hidden_ones():
+    seen = {(k, d): shift_halves(k, d) for k, d in ((1, 4), (7, 16), (0, 6), (25, 8), (3, 2))}
+    check_shift_matrix_halves(lambda k, d: seen[k, d])
+    with pytest.raises(ExerciseError, match="raised KeyError"):
+        check_shift_matrix_halves(lambda k, d: seen[k, d], seed=3)
 
 
 @pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_4_2, ids=_ids(WRONG_4_2))
@@ -176,21 +206,35 @@ def test_same_for_attention_refuses_strings():
 # --- 4.4 (predict, then measure) ---------------------------------------------------------------
 
 
-def test_half_distance_is_what_the_table_measures(capsys):
+def half_distance(d_model):  # the solution's measurement
+    table = pe_vectorised(1000, d_model)
+    dots = table[50] @ table[50:].T
+    return int(np.argmax(dots < dots[0] / 2))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_half_distance_passes_a_measurement(seed, capsys):
     table = pe_vectorised(400, 64)
     dots = table[100] @ table[100:400].T  # PE(100) . PE(100 + k), k = 0..299
     k = int(np.argmax(dots < dots[0] / 2))
     assert k == 28 and np.all(dots[1:k] >= dots[0] / 2)
-    check_half_distance(k)
-    check_half_distance(np.int64(28))
+    check_half_distance(half_distance, seed=seed)
+    check_half_distance(lambda d: np.int64(half_distance(d)), seed=seed)
     assert capsys.readouterr().out.count("✅ Exercise 4.4 passed") == 2
+
+
+def test_half_distance_copied_from_a_summary_fails_hidden_widths():
+    check_half_distance(lambda d: 28)
+    with pytest.raises(ExerciseError, match="too (low|high)"):
+        check_half_distance(lambda d: 28, seed=1)
 
 
 @pytest.mark.parametrize(
     ("k", "hint"),
-    [(27, "last distance still ABOVE half"), (5, "exponent is i/d_model"), (3, "not monotonic"),
-     (28.0, "expected an integer")],
+    [(27, "last distance still ABOVE half"), (5, "exponent is i/d_model"), (3, "too low(?s:.*)plateau"),
+     (40, "too high"), (28.0, "expected an integer")],
 )  # fmt: skip
-def test_half_distance_names_the_mistake(k, hint):
-    with pytest.raises(ExerciseError, match=hint):
-        check_half_distance(k)
+def test_half_distance_names_the_mistake_without_the_value(k, hint):
+    with pytest.raises(ExerciseError, match=hint) as err:
+        check_half_distance(lambda d: k)
+    assert "28" not in str(err.value).replace("28.0", "")

@@ -107,9 +107,10 @@ WRONG_6_1 = [
 ]  # fmt: skip
 
 
+@pytest.mark.parametrize("seed", [0, 1, 7])
 @pytest.mark.parametrize("answer", [clipped, clipped_nltk_style])
-def test_clipped_counts_passes_right_answers(answer, capsys):
-    check_clipped_counts(answer)
+def test_clipped_counts_passes_right_answers(answer, seed, capsys):
+    check_clipped_counts(answer, seed=seed)
     assert capsys.readouterr().out == "✅ Exercise 6.1 passed: clipped n-gram counts\n"
 
 
@@ -153,9 +154,10 @@ WRONG_6_3 = [
 ]  # fmt: skip
 
 
+@pytest.mark.parametrize("seed", [0, 1, 7])
 @pytest.mark.parametrize("answer", [bp, bp_alt])
-def test_brevity_penalty_passes_right_answers(answer, capsys):
-    check_brevity_penalty(answer)
+def test_brevity_penalty_passes_right_answers(answer, seed, capsys):
+    check_brevity_penalty(answer, seed=seed)
     assert capsys.readouterr().out == "✅ Exercise 6.2 passed: brevity penalty\n"
 
 
@@ -168,8 +170,9 @@ def test_brevity_penalty_names_the_mistake(mistake, answer, hint):
 @pytest.mark.parametrize(
     "answer", [closest, lambda h, rs: sorted(rs, key=lambda r: (abs(r - h), r))[0]]
 )
-def test_closest_ref_length_passes_right_answers(answer, capsys):
-    check_closest_ref_length(answer)
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_closest_ref_length_passes_right_answers(answer, seed, capsys):
+    check_closest_ref_length(answer, seed=seed)
     assert capsys.readouterr().out == "✅ Exercise 6.3 passed: closest reference length\n"
 
 
@@ -220,9 +223,10 @@ WRONG_6_4 = [
 ]  # fmt: skip
 
 
+@pytest.mark.parametrize("seed", [0, 1, 7])
 @pytest.mark.parametrize("answer", [bleu, bleu_sacrebleu])
-def test_corpus_bleu_passes_right_answers(answer, capsys):
-    check_corpus_bleu(answer)
+def test_corpus_bleu_passes_right_answers(answer, seed, capsys):
+    check_corpus_bleu(answer, seed=seed)
     assert capsys.readouterr().out == "✅ Exercise 6.4 passed: corpus BLEU from scratch\n"
 
 
@@ -239,12 +243,36 @@ def test_the_paraphrase_really_is_a_low_scoring_right_answer():
     assert sacrebleu.sentence_bleu(PARAPHRASE, [REFERENCE]).score == pytest.approx(23.46, abs=0.01)
 
 
+def _lookup(check, answer, *args):
+    """A table of the answer's outputs on the inputs the check shows (seed 0)."""
+    table = {}
+
+    def record(*a):
+        table[repr(a)] = answer(*a)
+        return table[repr(a)]
+
+    check(record)
+    return lambda *a: table[repr(a)]
+
+
+@pytest.mark.parametrize(
+    ("check", "answer"),
+    [(check_clipped_counts, clipped), (check_brevity_penalty, bp),
+     (check_closest_ref_length, closest), (check_corpus_bleu, bleu)],
+)  # fmt: skip
+def test_a_lookup_table_of_the_visible_outputs_fails_the_hidden_inputs(check, answer):
+    lookup = _lookup(check, answer)
+    check(lookup)
+    with pytest.raises(ExerciseError, match="raised KeyError"):
+        check(lookup, seed=1)
+
+
 @pytest.mark.parametrize(
     "candidate",
     [
         "the meeting was not cancelled because the manager was ill",
-        "the meeting was cancelled because the manager was not ill",
         "the meeting was not cancelled because the manager was not ill",
+        "the meeting wasn't cancelled because the manager was ill",
     ],
 )
 def test_bleu_counterexample_accepts_every_right_answer(candidate, capsys):
@@ -261,9 +289,17 @@ def test_bleu_counterexample_accepts_every_right_answer(candidate, capsys):
             "does not contain the word 'not'",
         ),
         ("the meeting was not cancelled", "keep the reference's words"),
-        ("not the meeting", "keep the reference's words"),
+        ("not the meeting", "does not negate"),
         ("the meeting was cancelled because the manager wasnot ill", "does not contain"),
         (["the", "meeting", "was", "not"], "expected a sentence"),
+        # the review's wrong answers that passed: a 'not' that keeps the meaning, and 'not not'
+        ("the meeting was cancelled because the manager was not well", "does not negate"),
+        (
+            "the meeting was cancelled because the manager was ill , not because of the rain",
+            "does not negate",
+        ),
+        ("the meeting was cancelled because the manager was not ill", "does not negate"),
+        ("the meeting was not not cancelled because the manager was ill", "negates twice"),
     ],
 )
 def test_bleu_counterexample_names_the_mistake(candidate, hint):

@@ -98,6 +98,32 @@ def test_masking_passes_right_answers(answer, seed, capsys):
     assert "✅ Exercise 8.1 passed" in capsys.readouterr().out
 
 
+def _rates(pick, to_mask, to_random):
+    def answer(ids, special, rng, mask_id=4, vocab_size=1000):
+        picked = (rng.random(ids.shape) < pick) & ~special
+        u = rng.random(ids.shape)
+        masked = ids.copy()
+        masked[picked & (u < to_mask)] = mask_id
+        rand = picked & (u >= to_mask) & (u < to_mask + to_random)
+        masked[rand] = rng.integers(5, vocab_size, size=int(rand.sum()))
+        return masked, np.where(picked, ids, -100)
+
+    return answer
+
+
+@pytest.mark.parametrize("seed", (0, 1, 2, 3, 7, 2024))
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [(_rates(0.14, 0.8, 0.1), "picked rate"), (_rates(0.15, 0.75, 0.15), "0.80 \\[MASK\\]"),
+     (_rates(0.15, 0.85, 0.05), "0.80 \\[MASK\\]")],
+    ids=["pick rate 0.14", "75/15/10", "85/5/10"],
+)  # fmt: skip
+def test_masking_rates_a_little_off_fail_on_every_seed(answer, hint, seed):
+    """The review's wrong rates, which passed 5 sigma on one draw: pooled draws at 4 sigma."""
+    with pytest.raises(ExerciseError, match=hint):
+        check_mlm_masking(answer, seed=seed)
+
+
 @pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_8_1, ids=_ids(WRONG_8_1))
 def test_masking_names_the_mistake(mistake, answer, hint):
     with pytest.raises(ExerciseError, match=hint):
@@ -264,10 +290,25 @@ WRONG_8_3 = [
 ]
 
 
+@pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("answer", [ref_step, step_by_hand])
-def test_bpe_passes_right_answers(answer, capsys):
-    check_bpe_merge_step(answer)
+def test_bpe_passes_right_answers(answer, seed, capsys):
+    check_bpe_merge_step(answer, seed=seed)
     assert "✅ Exercise 8.3 passed" in capsys.readouterr().out
+
+
+def test_bpe_lookup_of_the_visible_corpora_fails_hidden_ones():
+    seen = {}
+
+    def lookup(words):
+        key = tuple(sorted(words.items()))
+        seen.setdefault(key, ref_step(dict(words)))
+        return seen[key]
+
+    check_bpe_merge_step(lookup)
+    table = dict(seen)
+    with pytest.raises(ExerciseError, match="raised KeyError"):
+        check_bpe_merge_step(lambda w: table[tuple(sorted(w.items()))], seed=1)
 
 
 @pytest.mark.parametrize(("mistake", "answer", "hint"), WRONG_8_3, ids=_ids(WRONG_8_3))
@@ -279,29 +320,40 @@ def test_bpe_names_the_mistake(mistake, answer, hint):
 # --- 8.4 (predict, then measure) ---------------------------------------------------------------
 
 
-def test_masking_statistics_match_a_measurement(capsys):
-    rng = np.random.default_rng(0)
-    ids = rng.integers(5, 1000, size=(1000, 200))
-    masked, labels = mask_solution_style(ids, np.zeros(ids.shape, dtype=bool), rng)
+def masking_statistics(vocab_size, n_tokens, rng):  # the solution's measurement
+    ids = rng.integers(5, vocab_size, size=(n_tokens // 200, 200))
+    masked, labels = mask_solution_style(ids, np.zeros(ids.shape, dtype=bool), rng, 4, vocab_size)
     picked = labels != -100
-    changed, visible = (masked != ids).mean(), (masked[picked] == ids[picked]).mean()
+    return float((masked != ids).mean()), float((masked[picked] == ids[picked]).mean())
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_masking_statistics_pass_a_measurement(seed, capsys):
+    changed, visible = masking_statistics(1000, 200_000, np.random.default_rng(seed))
     assert abs(changed - 0.135) < 0.003 and abs(visible - 0.1001) < 0.006
-    check_masking_statistics(changed, visible)
-    check_masking_statistics(0.135, 0.1)
-    assert capsys.readouterr().out.count("✅ Exercise 8.4 passed") == 2
+    check_masking_statistics(masking_statistics, seed=seed)
+    assert capsys.readouterr().out.count("✅ Exercise 8.4 passed") == 1
+
+
+@pytest.mark.parametrize("guess", [(0.135, 0.1), (0.13, 0.10), (0.14, 0.11)])
+def test_unmeasured_guesses_fail_on_a_hidden_vocabulary(guess):
+    """The review's guesses passed a 0.006 tolerance; now the function must measure."""
+    for seed in SEEDS[1:]:
+        with pytest.raises(ExerciseError, match="too (low|high)"):
+            check_masking_statistics(lambda v, n, rng: guess, seed=seed)
 
 
 @pytest.mark.parametrize(
-    ("changed", "visible", "hint"),
+    ("answer", "hint"),
     [
-        (0.15, 0.1, "share of PICKED tokens"),
-        (0.12, 0.1, "random replacements change the input too"),
-        (0.3, 0.1, "count non-special positions"),
-        (0.135, 0.9, "NOT visible"),
-        (0.135, 0.2, "labels != -100"),
-        ("0.135", 0.1, "expected a number"),
+        (lambda v, n, rng: (0.15, 0.1), "too high(?s:.*)is not changed"),
+        (lambda v, n, rng: (0.12, 0.1), "too low(?s:.*)Random replacements"),
+        (lambda v, n, rng: (0.135, 0.9), "NOT visible"),
+        (lambda v, n, rng: ("0.135", 0.1), "must be a number"),
+        (lambda v, n, rng: 0.135, "expected a pair"),
     ],
 )
-def test_masking_statistics_name_the_mistake(changed, visible, hint):
-    with pytest.raises(ExerciseError, match=hint):
-        check_masking_statistics(changed, visible)
+def test_masking_statistics_name_the_mistake_without_the_value(answer, hint):
+    with pytest.raises(ExerciseError, match=hint) as err:
+        check_masking_statistics(answer)
+    assert "0.1350" not in str(err.value) and "0.1001" not in str(err.value)

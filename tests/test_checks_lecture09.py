@@ -155,8 +155,14 @@ def test_head_roles_pass_right_answers(answer, capsys):
         ((1, 1), (0, 0), "LAST token, \\[SEP\\]"),
         ((1, 1), (0, 2), "key 0"),
         ("1,1", (1, 0), "expected a pair"),
+        (("1", "1"), (1, 0), "pair of integers"),  # the review's type-lax passes
+        ((1.9, 1.2), (1, 0), "pair of integers"),
+        ((1, 1), ("1", "0"), "pair of integers"),
+        ((True, True), (1, 0), "pair of integers"),
     ],
 )
-def test_head_roles_name_the_mistake(prev, cls, hint):
-    with pytest.raises(ExerciseError, match=hint):
+def test_head_roles_name_the_mistake_without_the_answer(prev, cls, hint):
+    with pytest.raises(ExerciseError, match=hint) as err:
         check_head_roles(prev, cls)
+    assert "(1, 1)" not in str(err.value).replace(repr(prev), "") or prev == (1, 1)
+    assert "(1, 0)" not in str(err.value).replace(repr(cls), "") or cls == (1, 0)

@@ -59,11 +59,29 @@ def loss_as_list(logits, ids):
     return [1.0, 2.0]
 
 
+def loss_in_place(logits, ids):  # the review's: shifts the caller's ids in place
+    ids[:, :-1] = ids[:, 1:].clone()
+    return (
+        loss_reference(logits, ids)
+        if False
+        else F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, :-1].reshape(-1))
+    )
+
+
+def loss_copy_then_change(logits, ids):  # changes a copy: right
+    targets = ids.clone()
+    targets[:, :-1] = targets[:, 1:].clone()
+    return F.cross_entropy(
+        logits[:, :-1].reshape(-1, logits.shape[-1]), targets[:, :-1].reshape(-1)
+    )
+
+
 @pytest.mark.parametrize("seed", [0, 3])
 def test_next_token_loss_passes_right_answers(capsys, seed):
     check_next_token_loss(loss_reference, seed=seed)
     check_next_token_loss(loss_by_hand, seed=seed)
-    assert "Exercise 11.1 passed" in capsys.readouterr().out
+    check_next_token_loss(loss_copy_then_change, seed=seed)
+    assert capsys.readouterr().out.count("Exercise 11.1 passed") == 3
 
 
 @pytest.mark.parametrize(
@@ -75,6 +93,7 @@ def test_next_token_loss_passes_right_answers(capsys, seed):
         (loss_no_softmax, "log_softmax"),
         (loss_probability, "take -log"),
         (loss_as_list, "expected one number"),
+        (loss_in_place, "changes the caller's array in place"),
         (stub, STUB_MESSAGE),
     ],
 )
@@ -128,6 +147,27 @@ def keep_too_many(probs, p):
     return keep
 
 
+def keep_while_before_at_most_p(probs, p):  # the review's: keeps one too many at exact p
+    order = np.argsort(-probs)
+    before = np.cumsum(probs[order]) - probs[order]
+    keep = np.zeros(len(probs), dtype=bool)
+    keep[order[before <= p]] = True
+    return keep
+
+
+def keep_every_tie(probs, p):  # the review's: keeps every token tied with the last one kept
+    keep = keep_reference(probs, p)
+    return keep | (probs == probs[keep].min())
+
+
+def keep_ties_broken_last(probs, p):  # a tie broken the other way: right
+    order = np.lexsort((-np.arange(len(probs)), -probs))
+    before = np.cumsum(probs[order]) - probs[order]
+    keep = np.zeros(len(probs), dtype=bool)
+    keep[order[before < p]] = True
+    return keep
+
+
 def keep_indices(probs, p):
     return np.flatnonzero(keep_reference(probs, p))
 
@@ -136,7 +176,8 @@ def keep_indices(probs, p):
 def test_top_p_keep_passes_right_answers(capsys, seed):
     check_top_p_keep(keep_reference, seed=seed)
     check_top_p_keep(keep_loop, seed=seed)
-    assert "Exercise 11.2 passed" in capsys.readouterr().out
+    check_top_p_keep(keep_ties_broken_last, seed=seed)
+    assert capsys.readouterr().out.count("Exercise 11.2 passed") == 3
 
 
 @pytest.mark.parametrize(
@@ -146,6 +187,8 @@ def test_top_p_keep_passes_right_answers(capsys, seed):
         (keep_unsorted, "MOST probable"),
         (keep_sorted_order, "original order"),
         (keep_too_many, "smallest set"),
+        (keep_while_before_at_most_p, "reach p exactly before your last one"),
+        (keep_every_tie, "tie with the last one"),
         (keep_indices, "boolean array"),
         (stub, STUB_MESSAGE),
     ],

@@ -7,7 +7,7 @@ import torch
 from _exercise_stub import STUB_MESSAGE
 from _exercise_stub import stub as _stub
 
-from course_lib import KVCache, ModernLM
+from course_lib import KVCache
 from course_lib.checks import ExerciseError
 from course_lib.checks.lecture13 import (
     check_cache_values,
@@ -62,16 +62,20 @@ def repeat_by_index(kv, num_heads):
     return np.stack([kv[..., h // group, :, :] for h in range(num_heads)], axis=-3)
 
 
-def cache_measured(num_kv_heads, seq_len, batch):
-    model = ModernLM(50, 32, 8, num_kv_heads, 3, 48)
+def cache_measured(model, seq_len, batch):
     cache = KVCache()
     with torch.no_grad():
         model(torch.zeros(batch, seq_len, dtype=torch.long), cache)
     return cache.numel()
 
 
-def cache_formula(num_kv_heads, seq_len, batch):
-    return 2 * 3 * num_kv_heads * 4 * seq_len * batch
+def cache_formula(model, seq_len, batch):  # the prediction, read off the model it is given
+    c = model.config
+    return 2 * c.num_layers * c.num_kv_heads * (c.d_model // c.num_heads) * seq_len * batch
+
+
+def cache_exercise_numbers(model, seq_len, batch):  # the review's: the formula, no model
+    return 2 * 3 * model.config.num_kv_heads * 4 * seq_len * batch
 
 
 # --- mistakes -------------------------------------------------------------------------------
@@ -137,11 +141,13 @@ WRONG = [
      "NEIGHBOURS"),
     (check_repeat_kv_heads, lambda kv, h: np.repeat(kv, h // kv.shape[-3], axis=-1),
      "expected an array of shape (4, 1, 1)"),
-    (check_cache_values, lambda k, n, b: 4 * cache_formula(k, n, b), "that is bytes"),
-    (check_cache_values, lambda k, n, b: cache_formula(k, n, b) // 2, "keys AND values"),
-    (check_cache_values, lambda k, n, b: cache_formula(8, n, b), "BEFORE repeat_kv"),
-    (check_cache_values, lambda k, n, b: cache_formula(k, n, b) // 3, "own cache"),
-    (check_cache_values, lambda k, n, b: float(cache_formula(k, n, b)), "expected an integer"),
+    (check_cache_values, lambda m, n, b: 4 * cache_formula(m, n, b), "that is bytes"),
+    (check_cache_values, lambda m, n, b: cache_formula(m, n, b) // 2, "keys AND values"),
+    (check_cache_values, lambda m, n, b: cache_formula(m, n, b) * m.config.num_heads
+     // m.config.num_kv_heads, "BEFORE repeat_kv"),
+    (check_cache_values, lambda m, n, b: cache_formula(m, n, b) // m.config.num_layers,
+     "own cache"),
+    (check_cache_values, lambda m, n, b: float(cache_formula(m, n, b)), "expected an integer"),
 ]  # fmt: skip
 
 
@@ -158,3 +164,11 @@ def test_mistakes_get_their_hint(check, wrong, fragment):
 def test_stub_fails(check):
     with pytest.raises(ExerciseError, match=STUB_MESSAGE):
         check(_stub)
+
+
+def test_the_exercise_numbers_without_the_model_fail_on_hidden_models():
+    """The review's 13.4 attack: 2·L·k·d_head·n·b with the exercise's L = 3, d_head = 4."""
+    check_cache_values(cache_exercise_numbers)
+    for seed in (1, 3, 7):
+        with pytest.raises(ExerciseError, match="too (low|high)"):
+            check_cache_values(cache_exercise_numbers, seed=seed)

@@ -114,6 +114,15 @@ def test_correct_answer_written_differently_passes_with_extra_prints(tmp_path):
         "    return stable_softmax(scores * (1 / math.sqrt(d_k)))"
     )
     check_14 = next(i for i, c in enumerate(nb.cells) if "check_saturation(" in c.source)
+    _answer_cell(nb, "def mean_top_weight").source = (
+        "def mean_top_weight(d_k, n_keys, scaled, rng, n_queries=500):\n"
+        "    total = 0.0\n"
+        "    for _ in range(n_queries):\n"
+        "        s = rng.standard_normal((n_keys, d_k)) @ rng.standard_normal(d_k)\n"
+        "        s = s / math.sqrt(d_k) if scaled else s\n"
+        "        total += stable_softmax(s).max()\n"
+        "    return total / n_queries"
+    )
     nb.cells[check_14 - 1].source = "unscaled_dk = 2**4  # measured\nscaled_dk = None  # never"
     nb.cells.insert(3, nbformat.v4.new_code_cell("print('hello from the student')"))
     result = grade.grade(_write(tmp_path, nb, "alice_01.ipynb"))
@@ -171,3 +180,36 @@ def test_grader_copy_does_not_modify_student_file(tmp_path):
     before = path.read_text()
     grade.grade(path)
     assert path.read_text() == before
+
+
+def test_every_cell_that_calls_a_check_is_tagged_and_graded():
+    """A check cell without its exercise tag would never be graded (12.4 was, once)."""
+    from tools.grading.course import calls_a_check, load_template
+
+    for path in sorted((ROOT / "exercises").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type == "code" and calls_a_check(cell.source):
+                assert grade.exercise_id(cell), f"{path.name} cell {i} calls a check untagged"
+        template = load_template(path)
+        assert template.problem is None, template.problem
+        assert set(template.checks) == set(_check_ids(nb))
+
+
+def test_the_grader_refuses_a_template_with_an_untagged_check(tmp_path):
+    """The grader's own guard: a check it would not grade makes the notebook not gradable."""
+    from tools.grading.course import Course
+
+    folder = tmp_path / "exercises"
+    folder.mkdir()
+    nb = nbformat.read(ROOT / "exercises" / "12_fine_tuning.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if "exercise-12.4" in c.metadata.get("tags", []))
+    cell.metadata["tags"] = []
+    nbformat.write(nb, folder / "12_fine_tuning.ipynb")
+    course = Course(folder)
+    assert "calls check_paired_counts" in course.templates["12_fine_tuning"].problem
+    student = tmp_path / "12_student.ipynb"
+    nbformat.write(nb, student)
+    result = grade.grade(student, course=course, sandbox=False)
+    assert result.error and "check the grader would not grade" in result.error
+    assert not result.all_passed

@@ -81,6 +81,12 @@ def test_make_lab_serves_the_course_with_a_token():
         assert status == 200
         viewers = json.loads(body)["schema"]["properties"]["defaultViewers"]["default"]
         assert viewers["markdown"] == "Markdown Preview"
+        # No "Jupyter news" question on first start, no update check (a default setting too).
+        plugin = "@jupyterlab/apputils-extension:notification"
+        status, body = _get(f"http://127.0.0.1:{port}/lab/api/settings/{plugin}", token)
+        props = json.loads(body)["schema"]["properties"]
+        assert props["fetchNews"]["default"] == "false", props["fetchNews"]
+        assert props["checkForUpdates"]["default"] is False
         # The token is on no command line (`ps` shows those to every local user).
         cmdlines = _session_cmdlines(os.getpgid(proc.pid))
         assert any("jupyterlab" in c for c in cmdlines), cmdlines

@@ -5,7 +5,8 @@ inside a sandbox. It talks to the grader over two pipes with length-prefixed JSO
 
 - ``{"op": "run", "code": ...}``: run a notebook cell with IPython -> ``{"error": ...}``;
 - ``{"op": "get", "name": ...}``: what the student's name holds (a function, a value, nothing);
-- ``{"op": "call", "name": ..., "args": [...], "kwargs": {...}}``: call the student's function.
+- ``{"op": "call", "name": ..., "args": [...], "kwargs": {...}}``: call the student's function
+  (with ``"trace": true``, the reply also holds the call's peak allocated bytes, ``"peak"``).
 
 Every value crosses as plain data (:func:`encode` / :func:`decode`: JSON, arrays as ``.npy``
 without pickle). Nothing here decides a grade: the grader compares the data it gets back with its
@@ -259,12 +260,23 @@ def serve(fd_in: int, fd_out: int) -> None:
             elif op == "call":
                 args = [decode(a, _build) for a in request["args"]]
                 kwargs = {k: decode(v, _build) for k, v in request["kwargs"].items()}
+                trace = bool(request.get("trace"))  # the peak memory of the call (tracemalloc)
+                if trace:
+                    import tracemalloc
+
+                    tracemalloc.start()
                 try:
                     got = shell.user_ns[request["name"]](*args, **kwargs)
                 except BaseException as exc:  # reported to the grader as data
                     send(fd_out, {"raised": _error(exc), "states": _states(args, kwargs)})
                 else:
-                    send(fd_out, {"value": encode(got), "states": _states(args, kwargs)})
+                    reply = {"value": encode(got), "states": _states(args, kwargs)}
+                    if trace:
+                        reply["peak"] = tracemalloc.get_traced_memory()[1]
+                    send(fd_out, reply)
+                finally:
+                    if trace:
+                        tracemalloc.stop()
             else:
                 send(fd_out, {"error": {"type": "GraderError", "message": f"unknown op {op!r}"}})
         except BaseException as exc:  # keep serving; the grader sees the error

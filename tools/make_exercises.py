@@ -13,7 +13,9 @@ In a solution notebook, the answer to an exercise stands between two marker line
 
 The generated exercise keeps everything else and replaces each marked block by one line,
 ``raise NotImplementedError(...)`` at the block's indentation (in a markdown cell, by an
-"answer here" prompt). Outputs and execution counts are cleared: the student runs it.
+"answer here" prompt). Outputs and execution counts are cleared: the student runs it. A cell
+tagged ``solution-only`` (e.g. a summary sentence that states a think exercise's answer) is left
+out of the exercise altogether.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 CODE_STUB = 'raise NotImplementedError("Exercise: replace this line with your answer")'
 MARKDOWN_STUB = "_Write your answer here._"
+SOLUTION_ONLY = "solution-only"  # tag of a cell that the exercise leaves out
 _BLOCK = re.compile(
     rf"^(?P<indent>[ \t]*){re.escape(BEGIN)}[^\n]*\n.*?^[ \t]*{re.escape(END)}[^\n]*(?:\n|$)",
     re.DOTALL | re.MULTILINE,
@@ -56,6 +59,7 @@ def strip_solutions(source: str, cell_type: str) -> str:
 def make_exercise(solution: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
     """Return the exercise notebook generated from one solution notebook."""
     nb = copy.deepcopy(solution)
+    nb.cells = [c for c in nb.cells if SOLUTION_ONLY not in c.get("metadata", {}).get("tags", [])]
     for cell in nb.cells:
         cell.source = strip_solutions(cell.source, cell.cell_type)
         if cell.cell_type == "code":

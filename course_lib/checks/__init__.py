@@ -37,6 +37,9 @@ __all__ = [
     "call_on_batch",
     "check_batched",
     "within",
+    "check_prediction",
+    "call_student_traced",
+    "hidden_rng",
 ]
 
 
@@ -138,6 +141,10 @@ class RemoteFunction:
     def call(self, *args, **kwargs):
         raise NotImplementedError
 
+    def call_traced(self, *args, **kwargs):
+        """``call``, plus the peak bytes the call allocated there (measured with tracemalloc)."""
+        raise NotImplementedError
+
 
 def call_student(exercise: str, fn: Callable, *args, **kwargs):
     """Call the student's function, turning a stub or a crash into a readable ExerciseError.
@@ -197,6 +204,9 @@ def check_array(
     expected = np.asarray(expected)
     if got is None:
         raise _none(exercise, what)
+    single = _single_precision(got)
+    if single:  # a float32 answer is right to float32's precision (about 1e-7 relative)
+        rtol, atol = max(rtol, 2e-5), max(atol, 2e-6)
     try:
         got_arr = np.asarray(got, dtype=float)
     except (TypeError, ValueError):
@@ -218,12 +228,26 @@ def check_array(
         )
     if not np.allclose(got_arr, expected, rtol=rtol, atol=atol):
         worst = float(np.max(np.abs(got_arr - expected)))
+        if worst < 1e-5 and not single:
+            hint = (
+                f"the largest difference, {worst:.2g}, is the size of float32 rounding: did you "
+                "compute in float32 (np.float32, torch's default) and then convert? Compute in "
+                "float64, or return the float32 result itself (checked to float32's precision)."
+            )
         raise ExerciseError(
             exercise,
             f"{what}:\n  expected {_show(expected)}\n  got      {_show(got_arr)}\n"
             f"  (largest difference {worst:.3g})",
             hint,
         )
+
+
+def _single_precision(x) -> bool:
+    """Is ``x`` a float32 (or float16/bfloat16) array, tensor or scalar?"""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return False
+    return str(dtype).rsplit(".", 1)[-1] in ("float32", "float16", "bfloat16")
 
 
 def check_value(exercise: str, got, expected, *, what: str, hint: str | None = None) -> None:
@@ -398,3 +422,74 @@ def call_student_frozen(exercise: str, fn: Callable, *args, **kwargs):
                 "Leave the input alone and work on a copy: x = x.copy() or x = x - m.",
             ) from None
         raise
+
+
+def check_prediction(
+    exercise: str,
+    got,
+    expected: int,
+    *,
+    what: str,
+    too_low: str,
+    too_high: str,
+    hints: dict | None = None,
+) -> None:
+    """The answer of a predict-then-measure exercise: an integer equal to ``expected``.
+
+    A wrong answer is told "too low" or "too high" with a reason (``too_low`` / ``too_high``,
+    or the hint ``hints`` names for that very value), never the expected value itself: the
+    student measures it.
+    """
+    check_str(exercise, "exercise"), check_str(what, "what")
+    check_str(too_low, "too_low"), check_str(too_high, "too_high")
+    check_positive_int(expected, "expected", allow_zero=True)
+    if got is None:
+        raise _none(exercise, what)
+    if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
+        raise ExerciseError(
+            exercise,
+            f"{what}: expected an integer, got {type(got).__name__} {got!r}.",
+            "measure it, then set the variable to a Python int.",
+        )
+    got = int(got)
+    if got != expected:
+        side = "too low" if got < expected else "too high"
+        hint = (hints or {}).get(got) or (too_low if got < expected else too_high)
+        raise ExerciseError(exercise, f"{what}: your {got} is {side}.", hint)
+
+
+def call_student_traced(exercise: str, fn: Callable, *args):
+    """:func:`call_student`, and the peak bytes the call allocated (tracemalloc, in the process
+    where the student's code runs): ``(result, peak_bytes)``. numpy and torch report their
+    array memory to tracemalloc, so the peak shows the largest arrays the answer held."""
+    import tracemalloc
+
+    check_str(exercise, "exercise")
+    if isinstance(fn, RemoteFunction):
+        traced = _TracedRemote(fn)
+        result = call_student(exercise, traced, *args)
+        return result, traced.peak
+    if tracemalloc.is_tracing():  # pragma: no cover - someone else is tracing: measure ours
+        tracemalloc.stop()
+    tracemalloc.start()
+    try:
+        result = call_student(exercise, fn, *args)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return result, peak
+
+
+class _TracedRemote(RemoteFunction):
+    def __init__(self, fn: RemoteFunction):
+        self.fn, self.peak = fn, 0
+
+    def call(self, *args, **kwargs):
+        result, self.peak = self.fn.call_traced(*args, **kwargs)
+        return result
+
+
+def hidden_rng(seed: int, salt: int) -> np.random.Generator:
+    """The random generator of a check's hidden inputs (``seed`` = the grader's hidden seed)."""
+    seed = check_positive_int(seed, "seed", allow_zero=True)
+    return np.random.default_rng([check_positive_int(salt, "salt", allow_zero=True), seed])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..softmax import softmax
@@ -10,7 +12,7 @@ from . import (
     call_student,
     call_student_frozen,
     check_mistakes,
-    check_value,
+    check_prediction,
     frozen,
     passed,
 )
@@ -159,34 +161,88 @@ def check_attention_weights(student_fn, *, seed: int = 0) -> None:
     passed(ex, "attention weights from scores")
 
 
-def check_saturation(unscaled_dk, scaled_dk) -> None:
+@functools.lru_cache(maxsize=64)
+def _top_weights(d_k: int, n_keys: int, scaled: bool, n_queries: int, seed) -> np.ndarray:
+    """The largest softmax weight of each of ``n_queries`` random queries over ``n_keys`` keys."""
+    rng = np.random.default_rng(seed)
+    tops = []
+    for _ in range(-(-n_queries // 500)):
+        q = rng.standard_normal((500, 1, d_k))
+        k = rng.standard_normal((500, n_keys, d_k))
+        s = (q @ k.transpose(0, 2, 1))[:, 0] / (np.sqrt(d_k) if scaled else 1.0)
+        tops.append(softmax(s).max(axis=-1))
+    return np.concatenate(tops)[:n_queries]
+
+
+STUDENT_QUERIES = 2000  # the queries the check asks the student's function to average over
+
+
+def check_saturation(student_fn, unscaled_dk, scaled_dk, *, seed: int = 0) -> None:
     """Exercise 1.4 (predict, then measure): when does the unscaled softmax saturate?
 
-    Measured with 100 keys and standard normal q, k, the mean largest weight of softmax(q·k)
-    is 0.39 at d_k = 8 and 0.54 at d_k = 16 (standard error 0.004 with 4000 queries, so even
-    500 queries tell them apart); with the 1/sqrt(d_k) scaling it stays near 0.08 for every
-    d_k. ``tests/test_checks_lecture01.py`` re-measures both facts.
+    ``student_fn(d_k, n_keys, scaled, rng, n_queries)`` is the student's measurement: the mean
+    largest weight of softmax(q·k) (divided by sqrt(d_k) if ``scaled``) over ``n_queries``
+    random standard-normal queries and ``n_keys`` keys. The check runs it on 100 keys (seed 0)
+    and on a hidden number of keys and d_k (other seeds) and compares with its own measurement
+    (4,000 queries) within 4.5 standard errors of the two means. ``unscaled_dk`` and
+    ``scaled_dk`` are the student's conclusions for 100 keys; a wrong one is told "too low" or
+    "too high", never the value. Measured: the mean is 0.39 at d_k = 8 and 0.54 at d_k = 16
+    for 100 keys; scaled, it stays near 0.08 (``tests/test_checks_lecture01.py``).
     """
     ex = "1.4"
-    if isinstance(unscaled_dk, bool) or not isinstance(unscaled_dk, (int, np.integer)):
-        raise ExerciseError(ex, f"unscaled_dk: expected an int such as 64, got {unscaled_dk!r}.")
-    hints = {
-        8: "8 is the answer for 10 keys (the lecture's plot). Here there are 100 keys: with "
-        "more keys the top weight is shared more, so it takes a larger d_k.",
-        32: "at d_k = 16 the mean largest weight is already above 0.5; measure every power "
-        "of 2 and take the first one above 0.5.",
-    }
-    check_value(ex, int(unscaled_dk), 16,
-                what="smallest d_k (a power of 2) at which the mean largest weight of the "
-                "UNSCALED softmax over 100 keys exceeds 0.5",
-                hint=hints.get(int(unscaled_dk),
-                               "measure mean(max(softmax(q·k))) over >= 500 random queries, "
-                               "100 keys, standard normal entries, for d_k = 1, 2, 4, ..."))  # fmt: skip
+    rng = np.random.default_rng([14, seed])
+    if seed == 0:
+        cases = [(1, 100, False), (16, 100, False), (256, 100, False), (16, 100, True)]
+    else:
+        n_keys = int(rng.choice([10, 30, 300]))
+        cases = [(int(2 ** rng.integers(0, 4)), n_keys, False),
+                 (int(2 ** rng.integers(4, 9)), n_keys, False),
+                 (int(2 ** rng.integers(2, 9)), n_keys, True)]  # fmt: skip
+    for d_k, n_keys, scaled in cases:
+        student_rng = np.random.default_rng(rng.integers(2**31))
+        got = call_student(ex, student_fn, d_k, n_keys, scaled, student_rng, STUDENT_QUERIES)
+        what = (f"mean_top_weight(d_k={d_k}, n_keys={n_keys}, scaled={scaled}, rng, "
+                f"n_queries={STUDENT_QUERIES})")  # fmt: skip
+        try:
+            got = float(np.asarray(got, dtype=float))
+        except (TypeError, ValueError):
+            raise ExerciseError(ex, f"{what}: expected one number (a mean), got {got!r:.80}.",
+                                "return the mean over the queries of the largest weight, "
+                                "a float.") from None  # fmt: skip
+        tops = _top_weights(d_k, n_keys, scaled, 4000, (14, d_k, n_keys, scaled))
+        sd = float(tops.std())
+        tol = 4.5 * sd * np.sqrt(1 / STUDENT_QUERIES + 1 / tops.size) + 1e-3
+        if abs(got - tops.mean()) <= tol:
+            continue
+        other = _top_weights(d_k, n_keys, not scaled, 4000, (14, d_k, n_keys, not scaled))
+        if abs(got - other.mean()) <= tol:
+            hint = ("that is the other case: with scaled=True divide the scores by sqrt(d_k), "
+                    "with scaled=False do not.")  # fmt: skip
+        elif abs(got - 1 / n_keys) <= 1e-6:
+            hint = ("that is the mean of ALL weights (1 / n_keys): take each query's LARGEST "
+                    "weight (max over the keys), then average over the queries.")  # fmt: skip
+        else:
+            hint = ("for each of n_queries queries draw q (d_k,) and n_keys keys (n_keys, d_k) "
+                    "from rng.standard_normal, take the largest softmax weight of q·k "
+                    "(/ sqrt(d_k) if scaled), and average those maxima.")  # fmt: skip
+        side = "too low" if got < tops.mean() else "too high"
+        raise ExerciseError(ex, f"{what} = {got:.4f} is {side} (more than {tol:.3f} from the "
+                            "check's own measurement).", hint)  # fmt: skip
+    check_prediction(
+        ex, unscaled_dk, 16,
+        what="unscaled_dk, the smallest power of 2 at which the mean largest weight of the "
+        "UNSCALED softmax over 100 keys exceeds 0.5",
+        too_low="measure mean_top_weight(d_k, 100, False, rng) at that d_k: the mean is still "
+        "below 0.5 there. With 100 keys (the lecture's plot had 10) the top weight is shared "
+        "more, so it takes a larger d_k.",
+        too_high="a smaller power of 2 already puts more than 0.5 on one key on average: measure "
+        "every power of 2 and take the first one above 0.5.",
+    )  # fmt: skip
     if scaled_dk is not None:
         raise ExerciseError(
             ex,
             f"scaled_dk:\n  expected None\n  got      {scaled_dk!r}",
-            "with scores divided by sqrt(d_k) the mean largest weight stays near 0.08 for "
-            "every d_k: the scaled softmax never saturates, so the answer is None.",
+            "with scores divided by sqrt(d_k) the mean largest weight stays far below 0.5 for "
+            "every d_k (measure it): the scaled softmax never saturates, so the answer is None.",
         )
     passed(ex, "when an unscaled softmax saturates")

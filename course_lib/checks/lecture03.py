@@ -14,6 +14,7 @@ from . import (
     check_count,
     check_mistakes,
     finite_matrix,
+    hidden_rng,
     passed,
 )
 
@@ -162,11 +163,16 @@ def mha_parameters(d_model: int, num_heads: int, d_head: int, bias: bool) -> int
     return 4 * d_model * inner + ((3 * inner + d_model) if bias else 0)
 
 
-def check_mha_parameter_count(student_fn) -> None:
-    """Exercise 3.4: parameters of multi-head attention with a free head width d_head."""
+def check_mha_parameter_count(student_fn, *, seed: int = 0) -> None:
+    """Exercise 3.4: parameters of multi-head attention with a free head width d_head (fixed
+    sizes, and hidden ones for seed > 0)."""
     ex = "3.4"
     cases = ((512, 8, 64, True), (512, 8, 32, True), (64, 4, 8, False), (6, 3, 5, True),
              (768, 12, 64, False), (1, 1, 1, True))  # fmt: skip
+    if seed:
+        rng = hidden_rng(seed, 34)
+        cases = tuple((int(rng.integers(2, 900)), int(rng.integers(1, 17)),
+                       int(rng.integers(1, 129)), bool(b)) for b in (True, False, True))  # fmt: skip
     for d_model, h, d_head, bias in cases:
         got = call_student(ex, student_fn, d_model, h, d_head, bias)
         inner = h * d_head

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..attention import scaled_dot_product_attention
 from ..positional import positional_encoding
-from . import ExerciseError, call_student, check_count, check_mistakes, passed
+from . import ExerciseError, call_student, check_mistakes, check_prediction, hidden_rng, passed
 
 __all__ = [
     "check_positional_encoding",
@@ -51,8 +51,9 @@ def _table_mistakes(n: int, d: int) -> dict:
     }
 
 
-def check_positional_encoding(student_fn) -> None:
-    """Exercise 4.1: the sinusoidal table (num_positions, d_model)."""
+def check_positional_encoding(student_fn, *, seed: int = 0) -> None:
+    """Exercise 4.1: the sinusoidal table (num_positions, d_model), on fixed sizes and (seed
+    > 0) hidden ones. A float32 table passes at float32's precision."""
     ex = "4.1"
     got = call_student(ex, student_fn, 2, 4)
     check_mistakes(
@@ -65,7 +66,11 @@ def check_positional_encoding(student_fn) -> None:
         mistakes=_table_mistakes(2, 4),
         atol=1e-12,
     )
-    for n, d in ((5, 4), (50, 16), (1, 2), (3, 128)):
+    sizes = [(5, 4), (50, 16), (1, 2), (3, 128)]
+    if seed:
+        rng = hidden_rng(seed, 41)
+        sizes = [(int(rng.integers(2, 80)), 2 * int(rng.integers(1, 40))) for _ in range(3)]
+    for n, d in sizes:
         got = call_student(ex, student_fn, n, d)
         check_mistakes(ex, got, positional_encoding(n, d),
                        what=f"positional_encoding({n}, {d})",
@@ -95,10 +100,15 @@ def _halves_shift(k: float, d: int, exponent_scale: float = 1.0) -> np.ndarray:
     return np.block([[c, s], [-s, c]])
 
 
-def check_shift_matrix_halves(student_fn) -> None:
-    """Exercise 4.2: M_k with PEh(pos + k) = M_k @ PEh(pos) for the halves layout."""
+def check_shift_matrix_halves(student_fn, *, seed: int = 0) -> None:
+    """Exercise 4.2: M_k with PEh(pos + k) = M_k @ PEh(pos) for the halves layout (fixed k and
+    d_model, and hidden ones for seed > 0)."""
     ex = "4.2"
-    for k, d in ((1, 4), (7, 16), (0, 6), (25, 8), (3, 2)):
+    cases = [(1, 4), (7, 16), (0, 6), (25, 8), (3, 2)]
+    if seed:
+        rng = hidden_rng(seed, 42)
+        cases = [(int(rng.integers(1, 40)), 2 * int(rng.integers(2, 20))) for _ in range(3)]
+    for k, d in cases:
         got = call_student(ex, student_fn, k, d)
         try:
             m = np.asarray(got, dtype=float)
@@ -190,21 +200,33 @@ def _first_below_half(d: int, exponent_scale: float = 1.0) -> int:
     return int(np.argmax(dots < dots[0] / 2))
 
 
-def check_half_distance(k) -> None:
-    """Exercise 4.4 (predict, then measure): the first distance k at which PE(p)·PE(p+k),
-    for d_model = 64, falls below half of its value at k = 0 (it is 28)."""
+def check_half_distance(student_fn, *, seed: int = 0) -> None:
+    """Exercise 4.4 (predict, then measure): ``half_distance(d_model)``, the first distance k > 0
+    at which PE(p)·PE(p+k) falls below half of its value at k = 0, measured with the student's
+    table. Seed 0 asks for d_model = 64 (the exercise's), other seeds for hidden widths too; a
+    wrong answer is told "too low" or "too high" and why, never the value."""
     ex = "4.4"
-    expected = _first_below_half(64)
-    hints = {
-        expected - 1: "that is the last distance still ABOVE half; the question asks for the "
-        "first one below.",
-        _first_below_half(64, 0.5): "that distance belongs to a table whose exponent is "
-        "i/d_model; use 2i/d_model (i counts pairs).",
-    }
-    hint = hints.get(k) if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else None
-    check_count(ex, k, expected,
-                what="first distance k > 0 with PE(p)·PE(p+k) < PE(p)·PE(p) / 2 for d_model=64",
-                hint=hint or "compute PE(p)·PE(p+k) for k = 0, 1, 2, … (with your table or "
-                "from the formula) and find the first k below half of the value at k = 0; the "
-                "curve is not monotonic, so do not guess from the first steps.")  # fmt: skip
+    widths = [64]
+    if seed:
+        rng = hidden_rng(seed, 44)
+        widths += [int(rng.choice([16, 24, 32, 48])), int(rng.choice([96, 128]))]
+    for d in widths:
+        got = call_student(ex, student_fn, d)
+        expected = _first_below_half(d)
+        hints = {
+            expected - 1: "that is the last distance still ABOVE half; the question asks for "
+            "the first one below.",
+            _first_below_half(d, 0.5): "that distance belongs to a table whose exponent is "
+            "i/d_model; use 2i/d_model (i counts pairs).",
+        }
+        check_prediction(
+            ex, got, expected,
+            what=f"half_distance({d}), the first k > 0 with PE(p)·PE(p+k) < PE(p)·PE(p) / 2",
+            too_low="at that k the product is still above half: the curve falls fast for a few "
+            "steps, then lingers on a plateau (the slow pairs still agree), so do not "
+            "extrapolate from the first steps; compute it for every k.",
+            too_high="a smaller k already falls below half: take the FIRST k > 0 whose product "
+            "is below half of the value at k = 0.",
+            hints=hints,
+        )  # fmt: skip
     passed(ex, "where the positional similarity halves")

@@ -20,7 +20,7 @@ from ..bleu import (
     sentence_bleu,
     tokenize_for_bleu,
 )
-from . import ExerciseError, call_student, check_mistakes, check_value, passed
+from . import ExerciseError, call_student, check_mistakes, check_value, hidden_rng, passed
 
 __all__ = [
     "check_clipped_counts",
@@ -33,6 +33,27 @@ __all__ = [
 ]
 
 T = str.split  # the exercises' inputs are written as strings and split here
+_WORDS = "the a cat dog sat on mat ran in park it was not at all".split()
+
+
+def _sentence(rng, lo: int = 1, hi: int = 9) -> str:
+    """A hidden input: random words from a small vocabulary (so n-grams repeat)."""
+    return " ".join(str(w) for w in rng.choice(_WORDS[:8], size=int(rng.integers(lo, hi))))
+
+
+def _edited(rng, sentence: str) -> str:
+    """``sentence`` with a few words changed, dropped or added (so that n-grams still match)."""
+    words = sentence.split()
+    for _ in range(int(rng.integers(0, 3))):
+        i = int(rng.integers(0, len(words) + 1))
+        kind = int(rng.integers(0, 3))
+        if kind == 0 and i < len(words):
+            words[i] = str(rng.choice(_WORDS))
+        elif kind == 1 and i < len(words) and len(words) > 1:
+            del words[i]
+        else:
+            words.insert(i, str(rng.choice(_WORDS)))
+    return " ".join(words)
 
 
 def _as_count_dict(ex: str, got, what: str) -> dict:
@@ -82,8 +103,9 @@ def _nonzero(d: Mapping) -> dict:
     return dict(sorted((k, v) for k, v in d.items() if v != 0))
 
 
-def check_clipped_counts(student_fn) -> None:
-    """Exercise 6.1: min(count in hypothesis, max count in any one reference), per n-gram."""
+def check_clipped_counts(student_fn, *, seed: int = 0) -> None:
+    """Exercise 6.1: min(count in hypothesis, max count in any one reference), per n-gram, on
+    the notes' cases and (seed > 0) hidden random sentences."""
     ex = "6.1"
     cases = [
         ("the the the the the the", ["the cat is on the mat"], 1, "the notes' 'the the …' (n=1)"),
@@ -98,6 +120,10 @@ def check_clipped_counts(student_fn) -> None:
         ("a b a b a b", ["a b a b", "b a b a b a"], 2, "two references, n=2"),
         ("short", ["a much longer reference"], 2, "a hypothesis shorter than n"),
     ]
+    if seed:
+        rng = hidden_rng(seed, 61)
+        cases = [(_sentence(rng, 1, 12), [_sentence(rng) for _ in range(int(rng.integers(1, 4)))],
+                  int(rng.integers(1, 4)), f"hidden case {i}") for i in range(4)]  # fmt: skip
     for hyp, refs, n, what in cases:
         got = call_student(ex, student_fn, T(hyp), [T(r) for r in refs], n)
         got = _as_count_dict(ex, got, what)
@@ -122,16 +148,21 @@ def check_clipped_counts(student_fn) -> None:
     passed(ex, "clipped n-gram counts")
 
 
-def check_brevity_penalty(student_fn) -> None:
-    """Exercise 6.2: BP = 1 if c >= r else exp(1 - r/c); 0 for an empty hypothesis."""
+def check_brevity_penalty(student_fn, *, seed: int = 0) -> None:
+    """Exercise 6.2: BP = 1 if c >= r else exp(1 - r/c); 0 for an empty hypothesis (fixed
+    lengths, and hidden ones for seed > 0)."""
     ex = "6.2"
-    for c, r, what in [
+    cases = [
         (5, 6, "the notes' example (c=5, r=6)"),
         (6, 6, "equal lengths"),
         (9, 6, "a longer hypothesis"),
         (2, 6, "a much shorter hypothesis"),
         (0, 4, "an empty hypothesis (c=0)"),
-    ]:
+    ]
+    if seed:
+        rng = hidden_rng(seed, 62)
+        cases = [(int(c), int(r), f"c={c}, r={r}") for c, r in rng.integers(1, 60, size=(4, 2))]
+    for c, r, what in cases:
         try:
             got = call_student(ex, student_fn, c, r)
         except ExerciseError as err:
@@ -162,10 +193,18 @@ def check_brevity_penalty(student_fn) -> None:
     passed(ex, "brevity penalty")
 
 
-def check_closest_ref_length(student_fn) -> None:
-    """Exercise 6.3: the reference length closest to the hypothesis length, shorter on ties."""
+def check_closest_ref_length(student_fn, *, seed: int = 0) -> None:
+    """Exercise 6.3: the reference length closest to the hypothesis length, shorter on ties
+    (fixed cases, and hidden ones with a tie for seed > 0)."""
     ex = "6.3"
     cases = [(5, [6]), (5, [4, 9]), (5, [9, 7, 2]), (5, [7, 3]), (5, [3, 7]), (6, [2, 8, 10])]
+    if seed:
+        rng = hidden_rng(seed, 63)
+        cases = []
+        for _ in range(4):
+            h, d = int(rng.integers(5, 40)), int(rng.integers(1, 5))
+            lens = [h + d, h - d] + [int(x) for x in rng.integers(1, 60, size=2)]
+            cases.append((h, [int(x) for x in rng.permutation(lens)]))
     for hyp_len, ref_lens in cases:
         got = call_student(ex, student_fn, hyp_len, list(ref_lens))
         expected = closest_ref_length(hyp_len, ref_lens)
@@ -257,10 +296,18 @@ _BLEU_MISTAKES = {
 }
 
 
-def check_corpus_bleu(student_fn) -> None:
-    """Exercise 6.4: unsmoothed corpus BLEU-4 on token lists, on the 0–100 scale."""
+def _hidden_corpus(rng) -> tuple[str, list, list]:
+    refs = [[_sentence(rng, 5, 12) for _ in range(int(rng.integers(1, 3)))] for _ in range(4)]
+    hyps = [_edited(rng, rs[0]) for rs in refs]
+    return "a hidden corpus", hyps, refs
+
+
+def check_corpus_bleu(student_fn, *, seed: int = 0) -> None:
+    """Exercise 6.4: unsmoothed corpus BLEU-4 on token lists, on the 0–100 scale (the notes'
+    corpora, and hidden ones for seed > 0)."""
     ex = "6.4"
-    for what, hyps, refs in _CORPORA:
+    corpora = _CORPORA if not seed else [_hidden_corpus(hidden_rng(seed, 64 + i)) for i in range(3)]
+    for what, hyps, refs in corpora:
         expected = corpus_bleu(
             hyps, [tuple(rs) for rs in refs], smooth_method="none", tokenize="none"
         ).score
@@ -300,19 +347,42 @@ PARAPHRASE = "the manager was sick , so the meeting was called off"
 
 
 def check_bleu_counterexample(candidate) -> None:
-    """Exercise 6.5 (construct): a candidate that says the opposite of the reference (it
-    contains "not") yet gets a higher sentence BLEU (sacrebleu's defaults) than the correct
-    paraphrase. Every such candidate is accepted."""
+    """Exercise 6.5 (construct): a candidate that says the opposite of the reference — its
+    predicate negated, "the meeting was NOT cancelled" — yet gets a higher sentence BLEU
+    (sacrebleu's defaults) than the correct paraphrase. A "not" elsewhere (the manager was not
+    well; not because of the rain) keeps the meaning, and "not not" cancels itself: both fail."""
     ex = "6.5"
     if not isinstance(candidate, str) or not candidate.strip():
         raise ExerciseError(ex, f"expected a sentence (a str), got {candidate!r:.80}.",
                             'e.g. candidate = "the meeting was ..."')  # fmt: skip
-    words = tokenize_for_bleu(candidate)
-    if "not" not in words:
+    words = [w.lower() for w in tokenize_for_bleu(candidate)]
+    nots = sum(w in ("not", "never", "no") or w.endswith("n't") for w in words)
+    if nots == 0:
         raise ExerciseError(
             ex,
             f"your candidate {candidate!r} does not contain the word 'not'.",
-            "it must say the OPPOSITE of the reference: put a 'not' in it.",
+            "it must say the OPPOSITE of the reference: negate what happened to the meeting.",
+        )
+    text = " " + " ".join(words) + " "
+    negated = any(f" meeting {v} cancelled " in text for v in ("was not", "was n't", "wasn't"))
+    if any(
+        a in ("not", "never") and b in ("not", "never")
+        for a, b in zip(words, words[1:], strict=False)
+    ):
+        raise ExerciseError(
+            ex,
+            f"your candidate {candidate!r} negates twice in a row.",
+            'two negations cancel ("was not not cancelled" means it WAS cancelled): negate '
+            "the predicate once — the meeting was not cancelled.",
+        )
+    if not negated:
+        raise ExerciseError(
+            ex,
+            f"your candidate {candidate!r} does not negate the reference's predicate "
+            '("the meeting was cancelled").',
+            "a 'not' elsewhere keeps the meaning (\"the manager was not well\" is still ill; "
+            '"not because of the rain" still cancels the meeting): the opposite statement is '
+            "that the meeting was NOT cancelled.",
         )
     mine = sentence_bleu(candidate, [REFERENCE]).score
     theirs = sentence_bleu(PARAPHRASE, [REFERENCE]).score

@@ -12,7 +12,6 @@ from . import (
     call_student,
     check_batched,
     check_mistakes,
-    check_value,
     passed,
 )
 
@@ -149,12 +148,25 @@ def mystery_attention() -> np.ndarray:
 
 
 def _head(ex: str, name: str, got) -> tuple[int, int]:
-    try:
-        layer, head = (int(x) for x in got)
-    except (TypeError, ValueError):
-        raise ExerciseError(ex, f"{name}: expected a pair (layer, head), got {got!r:.60}.",
-                            "e.g. (0, 2) for layer 0, head 2 (counting from 0).") from None  # fmt: skip
-    return layer, head
+    """A pair of integers (not strings such as "11", not floats such as 1.9, not bools)."""
+
+    def is_int(x) -> bool:
+        return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+    if isinstance(got, np.ndarray) and got.dtype.kind in "iu" and got.shape == (2,):
+        got = tuple(got.tolist())
+    if not (isinstance(got, (tuple, list)) and len(got) == 2 and all(is_int(x) for x in got)):
+        raise ExerciseError(ex, f"{name}: expected a pair of integers (layer, head), got "
+                            f"{got!r:.60}.",
+                            "e.g. (0, 2) for layer 0, head 2 (counting from 0): integers you "
+                            "read off your scores, not strings or floats.")  # fmt: skip
+    return int(got[0]), int(got[1])
+
+
+def _not_it(ex: str, got: tuple, expected: tuple, what: str, hint: str) -> None:
+    """A wrong head is named as wrong, with a hint, without giving the right one away."""
+    if got != expected:
+        raise ExerciseError(ex, f"{what}: {got} is not that head.", hint)
 
 
 def check_head_roles(previous_head, cls_head) -> None:
@@ -173,13 +185,13 @@ def check_head_roles(previous_head, cls_head) -> None:
         tuple(int(x) for x in cls): "that head looks at [CLS]: from query 1 the previous token "
         "is [CLS], but for the other queries it is not; average over all queries 1..n-1.",
     }
-    check_value(ex, got, tuple(int(x) for x in prev), what="previous-token head (layer, head)",
-                hint=hints.get(got, "compute your previous_token_score (9.1) on the whole "
-                               "array and take the head with the highest score."))  # fmt: skip
+    _not_it(ex, got, tuple(int(x) for x in prev), "previous-token head (layer, head)",
+            hints.get(got, "compute your previous_token_score (9.1) on the whole array and take "
+                      "the head with the highest score."))  # fmt: skip
     got = _head(ex, "cls_head", cls_head)
     sep = tuple(int(x) for x in np.unravel_index(a[..., -1].mean(axis=-1).argmax(), a.shape[:2]))
-    check_value(ex, got, tuple(int(x) for x in cls), what="head that parks its attention on [CLS]",
-                hint="that head looks at the LAST token, [SEP]; [CLS] is key 0." if got == sep
-                else "average a[..., :, 0] (the weight every query puts on key 0) per head and "
-                "take the largest.")  # fmt: skip
+    _not_it(ex, got, tuple(int(x) for x in cls), "head that parks its attention on [CLS]",
+            "that head looks at the LAST token, [SEP]; [CLS] is key 0." if got == sep
+            else "average a[..., :, 0] (the weight every query puts on key 0) per head and "
+            "take the largest.")  # fmt: skip
     passed(ex, "reading heads from their attention")

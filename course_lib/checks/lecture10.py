@@ -7,7 +7,16 @@ import numpy as np
 from ..attention import scaled_dot_product_attention
 from ..chunked_attention import attention_block_update
 from ..softmax import OnlineSoftmaxState, online_softmax_update
-from . import ExerciseError, call_student, check_array, check_mistakes, check_value, passed
+from . import (
+    ExerciseError,
+    call_student,
+    call_student_traced,
+    check_array,
+    check_mistakes,
+    check_prediction,
+    hidden_rng,
+    passed,
+)
 
 __all__ = [
     "check_online_update",
@@ -241,30 +250,77 @@ def check_chunked_attention(student_fn, *, seed: int = 0) -> None:
             "acc = 0, loop over key blocks with your attention_block, then divide acc by "
             "s[:, None]. Slicing past the end is fine in numpy: the last block is shorter.",
         )
+    _check_block_structure(ex, student_fn, seed)
     passed(ex, "chunked attention")
 
 
-def check_overflow_points(first_inf_float32, first_inf_float64) -> None:
-    """Exercise 10.4 (predict, then measure): the smallest integer x with exp(x) = inf, in
-    float32 (89, since log(3.4e38) = 88.72) and in float64 (710, log(1.8e308) = 709.78)."""
+BLOCK_N, BLOCK_SIZE, BLOCK_D = 4096, 64, 2  # the size at which the block structure is measured
+
+
+def _check_block_structure(ex: str, student_fn, seed: int) -> None:
+    """The point of chunking: never hold n x n (or n x block_size) scores. The largest memory
+    the answer holds at once is measured with tracemalloc (numpy reports its arrays to it) at
+    n = 4096, block_size = 64, d = 2: the full scores would be 134 MB and one row of blocks
+    (block_size x n, as query-only chunking holds) 2 MB, while block x block scores, the output
+    and copies of the inputs stay well below the 1 MB allowed."""
+    rng = np.random.default_rng((1031, seed))
+    q, k, v = (rng.normal(size=(BLOCK_N, BLOCK_D)) for _ in range(3))
+    with np.errstate(all="ignore"):
+        got, peak = call_student_traced(ex, student_fn, q, k, v, BLOCK_SIZE)
+    check_array(ex, got, scaled_dot_product_attention(q, k, v)[0],
+                what=f"chunked attention with n_q = n_k = {BLOCK_N}, block_size = {BLOCK_SIZE}",
+                hint="compare your function with the naive formula on a long sequence.")  # fmt: skip
+    limit = BLOCK_N * BLOCK_SIZE * 8 // 2
+    if peak > limit:
+        full, row = BLOCK_N * BLOCK_N * 8, BLOCK_N * BLOCK_SIZE * 8
+        what = ("the full n x n score matrix" if peak >= full / 2 else
+                "a block_size x n strip of scores (all keys, or all queries, at once)")  # fmt: skip
+        raise ExerciseError(
+            ex,
+            f"with n = {BLOCK_N} and block_size = {BLOCK_SIZE} your function held "
+            f"{peak / 2**20:.1f} MB at once: about {what}. The full scores would be "
+            f"{full / 2**20:.0f} MB, one strip {row / 2**20:.0f} MB, one block_size x block_size "
+            f"block {BLOCK_SIZE**2 * 8 / 2**10:.0f} KB.",
+            "loop over blocks of queries AND, inside, over blocks of keys, so that no more than "
+            "one block_size x block_size block of scores exists at a time (that is what lets "
+            "FlashAttention-style kernels run in fast on-chip memory).",
+        )
+
+
+_HIDDEN_DTYPES = ("float16",)
+
+
+def _first_inf(dtype: str) -> int:
+    with np.errstate(over="ignore"):
+        return next(x for x in range(100_000) if np.isinf(np.exp(np.dtype(dtype).type(x))))
+
+
+def check_overflow_points(student_fn, *, seed: int = 0) -> None:
+    """Exercise 10.4 (predict, then measure): ``first_inf(dtype)``, the smallest integer x with
+    ``np.exp(x) == inf`` in the float type named ``dtype``. Seed 0 asks for "float32" (89, since
+    log(3.4e38) = 88.72) and "float64" (710); other seeds also for a type not in the exercise
+    ("float16", 12). A wrong value is told "too low" or "too high" and why, never the value."""
     ex = "10.4"
-    hints = {
-        88: "exp(88) = 1.65e38 is still below the float32 maximum 3.4e38; the next integer "
-        "overflows.",
-        709: "exp(709) = 8.2e307 is still below the float64 maximum 1.8e308; the next integer "
-        "overflows.",
-        710: "710 is the float64 answer; float32 overflows much earlier (its maximum is 3.4e38).",
-        89: "89 is the float32 answer; float64 goes much further (its maximum is 1.8e308).",
-        12: "that is float16 (maximum 65504); the question asks for float32.",
-    }
-    for name, got, want in (
-        ("float32", first_inf_float32, 89),
-        ("float64", first_inf_float64, 710),
-    ):
-        if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
-            raise ExerciseError(ex, f"first_inf_{name}: expected an int, got {got!r:.60}.",
-                                "the smallest INTEGER x with np.exp(np.{name}(x)) == inf.")  # fmt: skip
-        check_value(ex, int(got), want, what=f"smallest integer x with exp(x) = inf in {name}",
-                    hint=hints.get(int(got), f"try np.exp(np.{name}(x)) for growing integers x; "
-                                   f"or predict it: log of np.finfo(np.{name}).max."))  # fmt: skip
+    dtypes = ["float32", "float64"]
+    if seed:
+        dtypes.append(str(hidden_rng(seed, 104).choice(_HIDDEN_DTYPES)))
+    for dtype in dtypes:
+        got = call_student(ex, student_fn, dtype)
+        want = _first_inf(dtype)
+        hints = {
+            _first_inf("float64"): "that is where float64 overflows; a smaller type overflows "
+            "much earlier: compute exp in the type you are given, np.dtype(dtype).type(x).",
+            _first_inf("float32"): "that is where float32 overflows: compute exp in the type "
+            "you are given, np.dtype(dtype).type(x).",
+        }
+        hints.pop(want, None)
+        check_prediction(
+            ex, got, want,
+            what=f"first_inf({dtype!r}), the smallest integer x with exp(x) = inf in {dtype}",
+            too_low=f"exp of your x is still finite in {dtype} (below np.finfo(np.{dtype}).max): "
+            "the first integer that overflows comes later.",
+            too_high=f"a smaller integer already overflows in {dtype}: try np.exp on "
+            f"np.{dtype}(x) for x = 0, 1, 2, … and stop at the first inf.",
+            hints=hints,
+        )  # fmt: skip
     passed(ex, "where exp overflows")

@@ -7,9 +7,51 @@ import torch
 import torch.nn.functional as F
 
 from ..models.generation import top_p_filter
-from . import ExerciseError, call_student, check_count, passed
+from . import Built, ExerciseError, call_student, call_student_frozen, check_count, passed
 
-__all__ = ["check_next_token_loss", "check_top_p_keep", "check_kv_cache_numbers"]
+__all__ = [
+    "check_next_token_loss",
+    "check_top_p_keep",
+    "check_kv_cache_numbers",
+    "read_only_tensor",
+]
+
+_IN_PLACE = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
+             "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__",
+             "__irshift__"}  # fmt: skip
+
+
+class _ReadOnlyTensor(torch.Tensor):
+    """A tensor whose in-place operations (and those of its views) raise: the caller's input."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        in_place = name in _IN_PLACE or (name.endswith("_") and not name.endswith("__"))
+        if in_place and args and isinstance(args[0], cls):
+            raise RuntimeError(
+                f"{name}: this tensor is read-only (it is the caller's ids; an in-place change "
+                "would change the caller's data)"
+            )
+        with torch._C.DisableTorchFunctionSubclass():
+            out = func(*args, **kwargs)
+        sources = [a for a in args if isinstance(a, cls)]
+        if isinstance(out, torch.Tensor) and any(_shares(out, a) for a in sources):
+            return out.as_subclass(cls)  # a view of the caller's data stays read-only
+        return out
+
+
+def _shares(a: torch.Tensor, b: torch.Tensor) -> bool:
+    try:
+        return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    except RuntimeError:
+        return False
+
+
+def read_only_tensor(data: list, dtype: str = "int64") -> torch.Tensor:
+    """A :class:`Built` factory: a tensor the student's function may read but not change."""
+    return torch.tensor(data, dtype=getattr(torch, dtype)).as_subclass(_ReadOnlyTensor)
 
 
 def _next_token_losses(logits: torch.Tensor, ids: torch.Tensor) -> dict[str, float]:
@@ -49,7 +91,10 @@ def check_next_token_loss(student_fn, *, seed: int = 0) -> None:
     for b, n, v in [(3, 7, 11), (1, 2, 5), (2, 12, 40)]:
         logits = 2 * torch.randn(b, n, v, generator=gen)
         ids = torch.randint(0, v, (b, n), generator=gen)
-        got = call_student(ex, student_fn, logits.clone(), ids.clone())
+        frozen_ids = Built("course_lib.checks.lecture11:read_only_tensor", data=ids.tolist())
+        got = call_student_frozen(ex, student_fn, logits.clone(), frozen_ids)
+        if isinstance(got, torch.Tensor):
+            got = got.as_subclass(torch.Tensor) if type(got) is not torch.Tensor else got
         try:
             got = float(got)
         except (TypeError, ValueError):
@@ -93,7 +138,12 @@ def check_top_p_keep(student_fn, *, seed: int = 0) -> None:
     rng = np.random.default_rng(1120 + seed)
     hand = np.array([0.15, 0.5, 0.05, 0.3])
     cases = [(hand, p) for p in (0.45, 0.6, 0.85, 0.97, 1.0)]
-    while len(cases) < 12:
+    # exact binary fractions: the kept total reaches p exactly (the next token is not needed);
+    # ties: the smallest set keeps only as many of the tied tokens as it needs
+    cases += [(np.array([0.2, 0.4, 0.2, 0.2]), 0.5), (np.array([0.125, 0.25, 0.25, 0.25, 0.125]),
+                                                      0.3),
+              (np.array([0.25, 0.5, 0.25]), 0.75), (np.array([0.5, 0.25, 0.125, 0.125]), 0.875)]  # fmt: skip
+    while len(cases) < 16:
         probs = rng.dirichlet(np.full(int(rng.integers(3, 12)), 0.7))
         p = float(rng.uniform(0.3, 0.99))
         if _boundary_safe(probs, p) and probs.min() > 1e-9:
@@ -110,7 +160,10 @@ def check_top_p_keep(student_fn, *, seed: int = 0) -> None:
                 "return a mask in the tokens' original order, True = kept.",
             )
         got = got.astype(bool)
-        if np.array_equal(got, expected):
+        if np.array_equal(got, expected) or (  # a tie broken another way is just as right
+            got.sum() == expected.sum()
+            and np.array_equal(np.sort(probs[got]), np.sort(probs[expected]))
+        ):
             continue
         order = np.argsort(-probs, kind="stable")
         total = probs[got].sum()
@@ -120,6 +173,18 @@ def check_top_p_keep(student_fn, *, seed: int = 0) -> None:
             hint = (
                 f"your tokens add up to {total:.3f} < p = {p}: keep the token that makes the "
                 "total reach p too (keep a token while the total BEFORE it is below p)."
+            )
+        elif total - probs[got].min() >= p - 1e-12 and np.isclose(
+            np.sort(probs)[::-1][: expected.sum()].sum(), p, rtol=0, atol=1e-12
+        ):
+            hint = (
+                "the kept tokens already reach p exactly before your last one: keep a token "
+                "only while the total BEFORE it is strictly below p (at least p, not more)."
+            )
+        elif total - probs[got].min() >= p - 1e-12 and np.sum(probs == probs[got].min()) > 1:
+            hint = (
+                "several tokens tie with the last one you need: keep only as many of them as it "
+                "takes to reach p (the smallest set), not every tied token."
             )
         elif not np.array_equal(np.sort(probs[got])[::-1], np.sort(probs)[::-1][: got.sum()]):
             hint = (

@@ -92,7 +92,44 @@ def check_head_loss(student_fn, *, seed: int = 0) -> None:
             "scores = cls @ weight.T + bias; loss = mean over rows of "
             "logsumexp(scores) - scores[true class].",
         )  # fmt: skip
+    _check_large_scores(ex, student_fn, seed)
     passed(ex, "the classification head's cross-entropy")
+
+
+def _check_large_scores(ex: str, student_fn, seed: int) -> None:
+    """Scores of about +-1000 (one row high, one row low): exp overflows (or, with the global
+    maximum subtracted, a low row underflows to log 0) unless each row's maximum is subtracted."""
+    rng = np.random.default_rng((122, seed))
+    b, h, c = 4, 8, 5
+    weight = np.hstack([np.eye(c), np.zeros((c, h - c))])  # scores = the first c features
+    cls = rng.normal(size=(b, h))
+    cls[0, :c] = [1000.0, 998.0, 990.0, 0.0, -5.0]
+    cls[1, :c] = [-1000.0, -1001.0, -1003.0, -999.0, -1010.0]
+    bias, labels = np.zeros(c), rng.integers(0, c, size=b)
+    scores = cls @ weight.T + bias
+    z = scores - scores.max(1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(1, keepdims=True))
+    expected = float(-logp[np.arange(b), labels].mean())
+    got = call_student(ex, student_fn, cls.copy(), weight.copy(), bias.copy(), labels.copy())
+    try:
+        value = float(np.asarray(got, dtype=float))
+    except (TypeError, ValueError):
+        raise ExerciseError(
+            ex, f"expected one number (the mean loss), got {type(got).__name__}."
+        ) from None
+    if np.isclose(value, expected, rtol=1e-6, atol=1e-9):
+        return
+    hint = ("scores of about +-1000 overflow exp (inf / inf = nan): subtract each row's maximum "
+            "before exp: log-softmax(s) = s - max - log(sum(exp(s - max))).")  # fmt: skip
+    if np.isinf(value):
+        hint = ("subtract each ROW's maximum (axis=1, keepdims=True): with the maximum of the "
+                "whole batch, a row whose scores are all far lower underflows to log(0).")  # fmt: skip
+    raise ExerciseError(
+        ex,
+        f"for a batch with scores of about +1000 (row 0) and -1000 (row 1): expected "
+        f"{expected:.6f}, got {value}.",
+        hint,
+    )
 
 
 def _topic_checkpoint() -> dict:

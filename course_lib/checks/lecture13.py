@@ -12,7 +12,7 @@ import numpy as np
 from ..grouped_query import kv_cache_bytes, repeat_kv
 from ..rmsnorm import rms_norm
 from ..rope import halves_to_interleaved, rope
-from . import ExerciseError, call_student, check_array, passed
+from . import Built, ExerciseError, call_student, check_array, hidden_rng, passed
 
 __all__ = ["check_rotate_pairs", "check_rms_norm", "check_repeat_kv_heads", "check_cache_values"]
 
@@ -168,34 +168,69 @@ def check_repeat_kv_heads(student_fn, *, seed: int = 0) -> None:
 
 # --- 13.4 ----------------------------------------------------------------------------------
 
-_LAYERS, _HEADS, _HEAD_DIM = 3, 8, 4  # the model of the exercise: d_model 32, 8 heads, 3 layers
+_EXERCISE_MODEL = {"vocab_size": 50, "d_model": 32, "num_heads": 8, "num_layers": 3, "d_ff": 48}
+
+
+def exercise_model(**config: int) -> object:
+    """``ModernLM(ModernConfig(**config))``: the recipe :class:`Built` sends to the student's
+    process (plain keyword arguments in, the model out)."""
+    from .. import ModernConfig, ModernLM
+
+    return ModernLM(ModernConfig(**config))
+
+
+def _hidden_models(seed: int) -> list[dict]:
+    """ModernLM configurations: the exercise's (seed 0) or hidden ones (other sizes)."""
+    if seed == 0:
+        return [dict(_EXERCISE_MODEL, num_kv_heads=k) for k in (8, 1)]
+    rng = hidden_rng(seed, 134)
+    models = []
+    for _ in range(2):
+        heads = int(rng.choice([2, 4, 6]))
+        kv = int(rng.choice([k for k in range(1, heads + 1) if heads % k == 0 and k != 2]))
+        d_head = int(rng.choice([2, 6]))
+        models.append({"vocab_size": 30, "d_model": heads * d_head, "num_heads": heads,
+                       "num_kv_heads": kv, "num_layers": int(rng.choice([3, 5])),
+                       "d_ff": 16})  # fmt: skip
+    return models
 
 
 def check_cache_values(student_fn, *, seed: int = 0) -> None:
-    """Exercise 13.4: the number of values in the KV cache of the exercise's ModernLM."""
+    """Exercise 13.4: ``cache_values(model, seq_len, batch)``, the number of values in the KV
+    cache of the ModernLM it is given, after one forward pass over a (batch, seq_len) input.
+
+    The model is built from a recipe where the student's code runs: the exercise's model (seed
+    0) or a hidden configuration (other seeds: other widths, heads, KV heads and depths), so a
+    formula with the exercise's numbers fails; the check counts with the library's formula.
+    """
     ex = "13.4"
-    rng = np.random.default_rng(seed)
-    # num_kv_heads 2 is left out: its 8 / 2 = 4 would look like "bytes instead of values".
-    cases = [(1, 10, 1), (8, 7, 1), (int(rng.choice([1, 4])), int(rng.integers(5, 40)),
-                                     int(rng.integers(2, 4)))]  # fmt: skip
-    for kv_heads, seq_len, batch in cases:
-        got = call_student(ex, student_fn, kv_heads, seq_len, batch)
-        what = f"values in the cache for num_kv_heads={kv_heads}, {seq_len} tokens, batch {batch}"
+    rng = np.random.default_rng([13, 4, seed])
+    for config in _hidden_models(seed):
+        seq_len, batch = int(rng.integers(5, 40)), int(rng.integers(1, 4))
+        model = Built("course_lib.checks.lecture13:exercise_model", **config)
+        got = call_student(ex, student_fn, model, seq_len, batch)
+        layers, heads, kv_heads = config["num_layers"], config["num_heads"], config["num_kv_heads"]
+        head_dim = config["d_model"] // heads
+        what = (f"values in the cache of a model with {layers} layers, {heads} heads, "
+                f"{kv_heads} KV heads, d_model {config['d_model']}, for {seq_len} tokens, "
+                f"batch {batch}")  # fmt: skip
         if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
             raise ExerciseError(ex, f"{what}: expected an integer, got {type(got).__name__} "
                                 f"{got!r:.80}.", "return cache.numel(), a Python int.")  # fmt: skip
-        expected = kv_cache_bytes(_LAYERS, kv_heads, _HEAD_DIM, seq_len, batch, bytes_per_value=1)
+        expected = kv_cache_bytes(layers, kv_heads, head_dim, seq_len, batch, bytes_per_value=1)
         mistakes = [
             (expected * 4, "that is bytes (float32: 4 bytes a value); the question asks for the "
                            "number of values."),
             (expected // 2, "the cache holds keys AND values."),
-            (expected * _HEADS // kv_heads, "the cache stores K and V BEFORE repeat_kv: one per "
-                                            "KV head, not one per query head."),
-            (expected // _LAYERS, "every layer has its own cache."),
+            (expected * heads // kv_heads, "the cache stores K and V BEFORE repeat_kv: one per "
+                                           "KV head, not one per query head."),
+            (expected // layers, "every layer has its own cache."),
         ]  # fmt: skip
         if got != expected:
-            hint = next((h for value, h in mistakes if value == got),
-                        "run the model once on (batch, seq_len) ids with a fresh KVCache and "
-                        "return cache.numel().")  # fmt: skip
-            raise ExerciseError(ex, f"{what}:\n  expected {expected}\n  got      {got}", hint)
+            hint = next((h for value, h in mistakes if value == got and value != expected),
+                        "run the model you are given once on (batch, seq_len) ids with a fresh "
+                        "KVCache and return cache.numel(); the check gives your function other "
+                        "models too.")  # fmt: skip
+            side = "too low" if got < expected else "too high"
+            raise ExerciseError(ex, f"{what}: your {int(got)} is {side}.", hint)
     passed(ex, "the KV cache, measured")

@@ -36,6 +36,7 @@ class Template:
     name: str
     cells: list[Cell]
     checks: dict[str, Check]  # exercise id -> check
+    problem: str | None = None  # why the grader refuses this template (a check it cannot grade)
 
     @property
     def lecture(self) -> str:
@@ -64,15 +65,40 @@ def load_template(path: Path, text: str | None = None) -> Template:
                     "course_lib.checks"
                 ):
                     imports.update({a.asname or a.name: node.module for a in node.names})
-    cells, checks = [], {}
-    for c in nb["cells"]:
+    cells, checks, untagged = [], {}, []
+    for i, c in enumerate(nb["cells"]):
         src = "".join(c["source"])
         cell = Cell(c["cell_type"], src, c.get("id"), exercise_id(c))
         cell.answer = CODE_STUB in src or MARKDOWN_STUB in src
         if cell.exercise and c["cell_type"] == "code":
             checks[cell.exercise] = _check_call(src, imports, cell.exercise)
+        elif c["cell_type"] == "code" and (called := calls_a_check(src, imports)):
+            untagged.append(f"cell {i} calls {called}")
         cells.append(cell)
-    return Template(path.stem, cells, checks)
+    problem = None
+    if untagged:
+        problem = (
+            f"the course's template {path.name} has a check the grader would not grade "
+            f"({'; '.join(untagged)}, without an exercise-N.k tag): tell the instructor"
+        )
+    return Template(path.stem, cells, checks, problem)
+
+
+def calls_a_check(source: str, imports: dict[str, str] | None = None) -> str | None:
+    """The name of the first `check_*` function ``source`` calls (None if it calls none)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = (
+                f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            )
+            if name.startswith("check_"):
+                return name
+    return None
 
 
 def _official(exercises: Path) -> list[tuple[Path, str | None]]:

@@ -47,6 +47,9 @@ def grade(
         result.error = f"not gradable: cannot read the file ({exc.strerror})"
         return result
     result.lecture = template.name
+    if template.problem:
+        result.error = f"not gradable: {template.problem}"
+        return result
     result.warning = course.name_warning(template, path)
     steps = plan(cells, template)
     if sandbox is None:

@@ -26,9 +26,16 @@ class StudentFunction(RemoteFunction):
         self.kernel, self.name = kernel, name
 
     def call(self, *args, **kwargs):
+        return self._call(args, kwargs, trace=False)[0]
+
+    def call_traced(self, *args, **kwargs):
+        return self._call(args, kwargs, trace=True)
+
+    def _call(self, args, kwargs, *, trace: bool):
         try:
             message = {
                 "op": "call",
+                "trace": trace,
                 "name": self.name,
                 "args": [grade_kernel.encode_argument(a) for a in args],
                 "kwargs": {k: grade_kernel.encode_argument(v) for k, v in kwargs.items()},
@@ -45,7 +52,7 @@ class StudentFunction(RemoteFunction):
         if "raised" in reply:
             raise _exception(reply["raised"])
         try:
-            return grade_kernel.decode(reply.get("value"))
+            return grade_kernel.decode(reply.get("value")), int(reply.get("peak", 0))
         except (ValueError, TypeError, KeyError) as exc:
             raise CheckProblem(f"the answer could not be read ({exc})") from None
 

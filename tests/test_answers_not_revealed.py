@@ -1,0 +1,144 @@
+"""No exercise notebook, lecture or printed hint gives away an answer an exercise asks for.
+
+``ANSWERS`` lists, per exercise, the values its check expects on the inputs the student sees
+(numbers as the check computes them, strings a construction must contain), each with the words
+that name it. Every text of the exercise notebook (markdown, code and stored outputs) and of its
+lecture is searched: a value within ``WINDOW`` characters of one of its words is a leak. The
+values are taken from the checks themselves where a check exposes them, so a changed answer
+moves the test with it. Summaries that state an answer live in ``solution-only`` cells of
+``solutions/`` (left out of the exercises by tools/make_exercises.py).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from course_lib.checks import ExerciseError, lecture01, lecture04, lecture08, lecture10
+
+ROOT = Path(__file__).resolve().parents[1]
+WINDOW = 60
+
+
+def _numbers(value: float) -> list[str]:
+    """The ways a prose or a print would write ``value``."""
+    if float(value).is_integer():
+        return [str(int(value))]
+    return sorted({f"{value:.3f}".rstrip("0"), f"{value:.4f}", f"{100 * value:.1f} %",
+                   f"{100 * value:.1f}%"})  # fmt: skip
+
+
+ANSWERS = {
+    # exercise: (notebook stem, [(pattern of the value, words that name it)])
+    "1.4": ("01_softmax", [(_numbers(16), ["saturat", "half", "0.5"])]),
+    "4.4": (
+        "04_positional_encoding",
+        [(_numbers(lecture04._first_below_half(64)), ["half", "k =", "k=", "distance"])],
+    ),  # fmt: skip
+    "8.4": ("08_bert", [(_numbers(lecture08._expected_fractions(1000)[0]), ["change"])]),
+    "10.4": (
+        "10_attention_at_scale",
+        [
+            (_numbers(lecture10._first_inf("float32")), ["float32", "overflow", "inf"]),
+            (_numbers(lecture10._first_inf("float64")), ["float64", "overflow", "inf"]),
+        ],
+    ),  # fmt: skip
+    "6.5": ("06_bleu", [(["meeting was not cancelled", "meeting was n't cancelled"], [""])]),
+    "9.4": (
+        "09_attention_visualisation",
+        [
+            (["(1, 1)", "layer 1, head 1"], ["previous"]),
+            (["(1, 0)", "layer 1, head 0"], ["[CLS]", "cls"]),
+        ],
+    ),
+    "12.3": ("12_fine_tuning", [(["(1e-4, 7)", "(0.0001, 7)"], [""])]),
+    "12.4": ("12_fine_tuning", [(["332"], ["wins", "right only"]), (["147"], ["right only"])]),
+    "13.3": ("13_modern_transformer", [(["np.tile"], ["not"])]),
+    "5.5": ("05_transformer_layer", [(["c\\,x + t", "c x + t", "c·x + t"], [""])]),
+    "3.4": ("03_multi_head_attention", [(["3 h d_{head} + d_{model}"], [""])]),
+    "11.3": ("11_gpt", [(["2 · layers · tokens · d_model"], [""])]),
+    "9.1": ("09_attention_visualisation", [(["offset=-1)`"], ["diagonal"])]),
+}
+
+
+def _texts(path: Path) -> list[str]:
+    """Every text of a notebook: sources of all cells and their stored outputs."""
+    out = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        out.append(cell.source)
+        for o in cell.get("outputs", []):
+            if "text" in o:
+                out.append("".join(o["text"]))
+            for kind in ("text/plain", "text/markdown", "text/html"):
+                if kind in o.get("data", {}):
+                    out.append("".join(o["data"][kind]))
+    return out
+
+
+def leaks(texts: list[str], values: list[str], words: list[str]) -> list[str]:
+    """The places where one of ``values`` stands within WINDOW characters of one of ``words``."""
+    found = []
+    for text in texts:
+        low = text.lower()
+        for value in values:
+            pattern = re.escape(value.lower())
+            if value[0].isalnum():
+                pattern = r"(?<![\w.])" + pattern
+            if value[-1].isalnum():
+                pattern += r"(?![\w])"
+            for m in re.finditer(pattern, low):
+                around = low[max(0, m.start() - WINDOW) : m.end() + WINDOW]
+                if any(w.lower() in around for w in words):
+                    found.append(text[max(0, m.start() - WINDOW) : m.end() + WINDOW])
+    return found
+
+
+@pytest.mark.parametrize("exercise", sorted(ANSWERS), ids=str)
+@pytest.mark.parametrize("where", ["exercises", "notebooks"])
+def test_no_answer_in_the_exercise_notebook_or_the_lecture(exercise, where):
+    stem, answers = ANSWERS[exercise]
+    path = ROOT / where / f"{stem}.ipynb"
+    texts = _texts(path)
+    for values, words in answers:
+        hits = leaks(texts, values, words)
+        assert not hits, f"{path.name} gives away the answer of {exercise}: {hits[:3]}"
+
+
+def test_the_search_finds_a_leak_in_a_solution_only_cell():
+    """It would have caught the summaries the issue found (they now live in solutions/ only)."""
+    texts = _texts(ROOT / "solutions" / "01_softmax.ipynb")
+    assert leaks(texts, *ANSWERS["1.4"][1][0])
+    texts = _texts(ROOT / "solutions" / "04_positional_encoding.ipynb")
+    assert leaks(texts, *ANSWERS["4.4"][1][0])
+
+
+@pytest.mark.parametrize(
+    ("check", "answer", "secret"),
+    [
+        (lecture01.check_saturation, lambda *a: None, "16"),
+        (lecture04.check_half_distance, lambda d: 27, "28"),
+        (lecture08.check_masking_statistics, lambda v, n, rng: (0.2, 0.1), "0.135"),
+        (lecture10.check_overflow_points, lambda d: 88, "89"),
+    ],
+)
+def test_a_failed_predict_then_measure_check_never_prints_the_value(check, answer, secret):
+    args = (answer, 8, None) if check is lecture01.check_saturation else (answer,)
+    if check is lecture01.check_saturation:  # a right measurement, a wrong conclusion
+        args = (_mean_top_weight, 8, None)
+    with pytest.raises(ExerciseError) as err:
+        check(*args)
+    text = str(err.value).replace("0.1350", "0.135")
+    assert re.search(r"too (low|high)", text), text
+    assert not re.search(rf"(?<![\d.]){re.escape(secret)}(?![\d])", text), text
+
+
+def _mean_top_weight(d_k, n_keys, scaled, rng, n_queries=500):
+    q = rng.standard_normal((n_queries, 1, d_k))
+    k = rng.standard_normal((n_queries, n_keys, d_k))
+    s = (q @ k.transpose(0, 2, 1))[:, 0] / (np.sqrt(d_k) if scaled else 1.0)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return float((e / e.sum(-1, keepdims=True)).max(-1).mean())

@@ -1,0 +1,46 @@
+"""`make lab`'s pre-save hook (tools/lab.py): a notebook is saved without the kernel's exact Python
+version, and nothing else of it changes; other files are left alone."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+
+from tools import lab
+from tools.notebook_form import LANGUAGE_INFO
+
+
+def test_pre_save_drops_only_the_python_version():
+    info = dict(LANGUAGE_INFO, version="3.12.4")
+    content = {"cells": [{"cell_type": "code", "source": "x = 1.0", "metadata": {},
+                          "outputs": [], "execution_count": 3}],
+               "metadata": {"language_info": info, "widgets": {"x": 1.5}},
+               "nbformat": 4, "nbformat_minor": 5}  # fmt: skip
+    model = {"type": "notebook", "content": content}
+    expected = copy.deepcopy(model)
+    del expected["content"]["metadata"]["language_info"]["version"]
+    lab.pre_save(model=model, path="notebooks/01_softmax.ipynb", contents_manager=None)
+    assert model == expected
+    assert model["content"]["metadata"]["language_info"] == LANGUAGE_INFO
+
+
+def test_pre_save_leaves_other_files_alone():
+    text = {"type": "file", "content": '{"metadata": {"language_info": {"version": "3"}}}'}
+    before = copy.deepcopy(text)
+    lab.pre_save(model=text, path="notes.json", contents_manager=None)
+    assert text == before
+    lab.pre_save(model={"type": "notebook", "content": None}, path="x.ipynb")  # no content
+
+
+def test_the_private_config_registers_the_hook_and_the_settings():
+    folder = lab.private_config_dir()
+    try:
+        server = json.loads((folder / "jupyter_server_config.json").read_text())
+        assert server["ContentsManager"]["pre_save_hook"] == "tools.lab.pre_save"
+        overrides = json.loads(
+            (folder / "labconfig" / "default_setting_overrides.json").read_text()
+        )
+        assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
+    finally:
+        shutil.rmtree(folder)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from course_lib import GPT, generate, seed_everything
+from course_lib import GPT, GPTConfig, generate, seed_everything
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -55,7 +55,8 @@ def main() -> None:
 
     seed_everything(0, threads=args.threads)
     context = max(args.prompts) + args.new
-    model = GPT(vocab_size=512, max_len=context, d_model=128, num_heads=4, num_layers=4).eval()
+    model = GPT(GPTConfig(vocab_size=512, max_len=context, d_model=128, num_heads=4, num_layers=4))
+    model.eval()
     rows = []
     print(f"{'prompt':>6} {'new':>5} {'no cache tok/s':>15} {'cache tok/s':>12} {'speed-up':>9}")
     for n in args.prompts:

@@ -16,20 +16,21 @@ from .additive_attention import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .bleu import *  # noqa: F403
 from .chunked_attention import *  # noqa: F403
+from .grouped_query import *  # noqa: F403
 from .head_patterns import *  # noqa: F403
 from .multihead import *  # noqa: F403
 from .positional import *  # noqa: F403
 from .reproducibility import *  # noqa: F403
+from .rmsnorm import *  # noqa: F403
+from .rope import *  # noqa: F403
 from .softmax import *  # noqa: F403
 from .source import *  # noqa: F403
 from .timing import *  # noqa: F403
 
 # The torch half, imported on first use: the modules whose __all__ is re-exported lazily.
 _TORCH_MODULES = (
-    "causal_attention",
+    "configs",
     "data.chat",
-    "grouped_query",
-    "layers",
     "models.assistant",
     "models.bert",
     "models.dpo",
@@ -38,9 +39,7 @@ _TORCH_MODULES = (
     "models.lora",
     "models.modern",
     "models.ngram",
-    "rmsnorm",
-    "rope",
-    "swiglu",
+    "nn",
     "training",
 )
 

@@ -59,7 +59,7 @@ def lazy_attribute(package: str, modules: tuple[str, ...], name: str, namespace:
     """
     table = _name_to_module(package, modules)
     if name not in table:
-        if not name.startswith("_") and _source(name).exists():  # a submodule: course_lib.layers
+        if not name.startswith("_") and _source(name).exists():  # a submodule: course_lib.nn
             return importlib.import_module(f"{package}.{name}")
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
     require("torch", f"{package}.{name}")

@@ -146,15 +146,41 @@ def check_dropout(p, name: str = "dropout") -> float:
     return float(p)
 
 
-def check_heads(d_model: int, num_heads: int) -> None:
-    """``d_model`` and ``num_heads`` positive integers with ``num_heads`` dividing ``d_model``."""
-    check_positive_int(d_model, "d_model")
-    check_positive_int(num_heads, "num_heads")
+def check_heads(
+    d_model: int, num_heads: int, num_kv_heads: int | None = None,
+    names: tuple[str, str] = ("d_model", "num_heads"),
+) -> None:  # fmt: skip
+    """``d_model`` and ``num_heads`` positive integers with ``num_heads`` dividing ``d_model``
+    (and ``num_kv_heads`` dividing ``num_heads``). The one place this rule is written; ``names``
+    spell the sizes as the caller's config does (e.g. ``hidden_size``, ``num_attention_heads``)."""
+    d_name, h_name = names
+    check_positive_int(d_model, d_name)
+    check_positive_int(num_heads, h_name)
     if d_model % num_heads:
         raise ValueError(
-            f"d_model={d_model} is not divisible by num_heads={num_heads}; each head gets "
-            "d_model / num_heads features"
+            f"{d_name}={d_model} is not divisible by {h_name}={num_heads}; each head gets "
+            f"{d_name} / {h_name} features"
         )
+    if num_kv_heads is not None and num_heads % check_positive_int(num_kv_heads, "num_kv_heads"):
+        raise ValueError(
+            f"num_kv_heads={num_kv_heads} must divide {h_name}={num_heads} (each key/value "
+            "head serves the same number of query heads)"
+        )
+
+
+def check_eps(eps, name: str = "eps") -> float:
+    """Return ``eps`` as a float if it is a number >= 0 (added inside a square root), else raise."""
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not 0 <= eps < np.inf:
+        raise ValueError(f"{name} must be a finite number >= 0, got {eps!r}")
+    return float(eps)
+
+
+def inner_checks_off(model) -> None:
+    """Turn off the input checks of ``model``'s submodules (their ``checks`` flag): the model's
+    own ``forward`` checks its input at the door, once for all layers."""
+    for module in model.modules():
+        if module is not model and hasattr(module, "checks"):
+            module.checks = False
 
 
 def check_features(x, name: str, d_model: int, size_name: str = "d_model"):
@@ -319,7 +345,7 @@ def check_token_ids(
     """Return ``ids`` if it is a non-empty ``torch.long`` tensor of the ``layout``'s rank whose
     values lie in ``[0, vocab_size)``; else a ``TypeError``/``ValueError`` naming it. The range
     check reads the ids once (a few numbers per position, nothing next to the model)."""
-    ndim = len([axis for axis in layout.strip("()").split(",") if axis.strip()])
+    ndim = layout.strip("()").rstrip(",").count(",") + 1  # "(batch, n)" -> 2, "(n,)" -> 1
     if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long:
         got = f"{ids.dtype} tensor" if isinstance(ids, torch.Tensor) else type(ids).__name__
         raise TypeError(f"{name} must be a torch.long tensor of token ids {layout}, got {got}")
@@ -388,6 +414,12 @@ def check_src_mask(src: torch.Tensor, src_mask) -> torch.Tensor:
         )
     if not src_mask[:, 0].all():
         raise ValueError("src_mask must mark at least the first token of every sentence as real")
+    if (src_mask[:, 1:] & ~src_mask[:, :-1]).any():  # a real token after a padded one
+        row = int((src_mask[:, 1:] & ~src_mask[:, :-1]).any(dim=1).nonzero()[0])
+        raise ValueError(
+            f"src_mask row {row} has a hole ({src_mask[row].int().tolist()}): the real tokens "
+            "come first and the padding after them, as make_batch builds it"
+        )
     return src_mask
 
 

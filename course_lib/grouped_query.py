@@ -14,41 +14,38 @@ while it generates (:func:`kv_cache_bytes`), which is proportional to ``num_kv_h
 
 from __future__ import annotations
 
-import numpy as np
-import torch
+import math
 
-from ._validation import as_float_array, check_flag, check_positive_int
+import numpy as np
+
+from ._validation import as_float_array, check_flag, check_heads, check_positive_int
 
 __all__ = ["repeat_kv", "attention_parameter_count", "kv_cache_bytes"]
 
 
-def repeat_kv(kv: np.ndarray | torch.Tensor, groups: int) -> np.ndarray | torch.Tensor:
+def repeat_kv(kv: np.ndarray, groups: int) -> np.ndarray:
     """Repeat each key/value head ``groups`` times, for the query heads of its group.
 
     Args:
-        kv: keys or values ``(..., num_kv_heads, n, head_dim)``, numpy or torch.
+        kv: keys or values ``(..., num_kv_heads, n, head_dim)``.
         groups: query heads per key/value head, ``num_heads // num_kv_heads``.
 
     Returns:
         ``(..., num_kv_heads * groups, n, head_dim)`` where output head ``h`` is input head
         ``h // groups``: each head repeated *in place* (``[k0, k0, k1, k1]``, not
-        ``[k0, k1, k0, k1]``), as ``transformers``' ``repeat_kv(hidden_states, n_rep)``.
+        ``[k0, k1, k0, k1]``), as ``transformers``' ``repeat_kv(hidden_states, n_rep)`` and
+        torch's ``repeat_interleave`` inside :class:`course_lib.nn.MultiHeadAttention`.
 
     Raises:
         ValueError: ``kv`` has fewer than 3 axes.
     """
     groups = check_positive_int(groups, "groups")
-    if not isinstance(kv, torch.Tensor):
-        kv = as_float_array(kv, "kv")
+    kv = as_float_array(kv, "kv")
     if kv.ndim < 3:
         raise ValueError(
             f"kv must have shape (..., num_kv_heads, n, head_dim), got {tuple(kv.shape)}"
         )
-    if groups == 1:
-        return kv
-    if isinstance(kv, torch.Tensor):
-        return kv.repeat_interleave(groups, dim=-3)  # (..., num_kv_heads * groups, n, head_dim)
-    return np.repeat(kv, groups, axis=-3)
+    return np.repeat(kv, groups, axis=-3)  # (..., num_kv_heads * groups, n, head_dim)
 
 
 def attention_parameter_count(
@@ -62,15 +59,12 @@ def attention_parameter_count(
     if ``bias``. ``head_dim`` defaults to ``d_model // num_heads``. With ``num_kv_heads ==
     num_heads`` and ``head_dim = d_model / num_heads`` this is lecture 03's ``4 d^2 (+ 4 d)``.
     """
-    d_model = check_positive_int(d_model, "d_model")
-    num_heads = check_positive_int(num_heads, "num_heads")
-    num_kv_heads = check_positive_int(num_kv_heads, "num_kv_heads")
-    if num_heads % num_kv_heads:
-        raise ValueError(f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads}")
     if head_dim is None:
-        if d_model % num_heads:
-            raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+        check_heads(d_model, num_heads, num_kv_heads)
         head_dim = d_model // num_heads
+    else:
+        check_heads(num_heads, num_heads, num_kv_heads)  # head_dim given: d_model is free
+        check_positive_int(d_model, "d_model")
     head_dim = check_positive_int(head_dim, "head_dim")
     q_out, kv_out = num_heads * head_dim, num_kv_heads * head_dim
     weights = d_model * q_out + 2 * d_model * kv_out + q_out * d_model
@@ -94,4 +88,4 @@ def kv_cache_bytes(
             (seq_len, "seq_len"), (batch, "batch"), (bytes_per_value, "bytes_per_value"),
         )
     ]  # fmt: skip
-    return 2 * int(np.prod(values, dtype=np.int64))
+    return 2 * math.prod(values)  # Python integers: exact, never overflow

@@ -110,10 +110,10 @@ def load_minilm():
 def load_minilm_encoder():
     """``(tokenizer, encoder)``: MiniLM's weights copied into the course's own
     :class:`course_lib.models.bert_encoder.BertEncoder` (eval mode)."""
-    from .models.bert_encoder import BertEncoder
+    from .interop import from_hf
 
     tokenizer, model = load_minilm()
-    return tokenizer, BertEncoder.from_hf(model)
+    return tokenizer, from_hf(model)
 
 
 MLM_HEAD_FILE = Path(__file__).resolve().parent / "data" / "minilm_mlm_head.pt"

@@ -1,4 +1,4 @@
-"""Rotary position embedding (RoPE, Su et al. 2021, "RoFormer"), numpy and torch.
+"""Rotary position embedding (RoPE, Su et al. 2021, "RoFormer") in numpy, for the board.
 
 Lecture 04 *adds* a position vector to each token embedding. RoPE instead *rotates* the query
 and key vectors of every head, after the projections, by an angle proportional to the token's
@@ -22,13 +22,12 @@ Which two coordinates form a pair is a convention:
 The two are the same rotation applied to permuted coordinates, and a dot product does not change
 when both ``q`` and ``k`` are permuted the same way: a model trained with one convention runs with
 the other once the rows of ``W_Q`` and ``W_K`` of each head are permuted
-(:func:`halves_to_interleaved`; ``ModernLM.from_hf`` does exactly that).
+(:func:`halves_to_interleaved`; ``course_lib.interop.from_hf`` does exactly that for a Llama).
 """
 
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from ._validation import as_float_array, check_positive_int
 
@@ -41,21 +40,19 @@ def rope_frequencies(head_dim: int, theta: float = 10000.0) -> np.ndarray:
     Pair 0 turns by 1 radian per position, the last pair by almost ``1 / theta``.
 
     Raises:
-        ValueError: ``head_dim`` is not a positive even number, or ``theta <= 1``.
+        ValueError: ``head_dim`` is not a positive even number, or ``theta`` is not finite > 1.
     """
     head_dim = check_positive_int(head_dim, "head_dim")
     if head_dim % 2:
         raise ValueError(
             f"head_dim must be even (coordinates are rotated in pairs), got {head_dim}"
         )
-    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 1:
-        raise ValueError(f"theta must be a number > 1, got {theta!r}")
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not 1 < theta < np.inf:
+        raise ValueError(f"theta must be a finite number > 1, got {theta!r}")
     return float(theta) ** (-np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
 
 
 def _positions(positions, n: int) -> np.ndarray:
-    if isinstance(positions, torch.Tensor):
-        positions = positions.detach().cpu().numpy()
     pos = np.asarray(positions)
     if pos.dtype.kind not in "iuf" or pos.dtype == np.bool_:
         raise TypeError(f"positions must be integers (token positions), got dtype {pos.dtype}")
@@ -64,17 +61,19 @@ def _positions(positions, n: int) -> np.ndarray:
             f"positions must have shape (n,) or (..., n) with n = {n} (one position per row of "
             f"x), got shape {pos.shape}"
         )
+    if pos.dtype.kind == "f" and not np.array_equal(pos, np.round(pos)):
+        raise ValueError(
+            "positions must be whole numbers (token positions 0, 1, 2, ...), got "
+            f"{pos[np.isfinite(pos) & (pos != np.round(pos))][:1].tolist() or pos.ravel()[:3].tolist()}"
+        )
     return pos.astype(np.float64)
 
 
-def rope(
-    x: np.ndarray | torch.Tensor, positions: np.ndarray | torch.Tensor, theta: float = 10000.0
-) -> np.ndarray | torch.Tensor:
+def rope(x: np.ndarray, positions: np.ndarray, theta: float = 10000.0) -> np.ndarray:
     """Rotate each pair ``(2i, 2i + 1)`` of ``x`` by the angle ``position * omega_i``.
 
     Args:
-        x: queries or keys of one or more heads, ``(..., n, head_dim)``; a numpy array or a torch
-            tensor (the result has the same type, dtype and device).
+        x: queries or keys of one or more heads, ``(..., n, head_dim)``.
         positions: the position of each of the ``n`` rows, integers of shape ``(n,)`` or any
             shape ``(..., n)`` that broadcasts against ``x.shape[:-1]`` (e.g. ``(batch, 1, n)``
             for ``(batch, heads, n, head_dim)``). With a KV cache the new token's position is
@@ -83,20 +82,14 @@ def rope(
 
     Returns:
         The rotated array, same shape as ``x``. Angles are computed in float64, then the cosine
-        and sine are cast to ``x``'s dtype.
+        and sine are cast to ``x``'s dtype. The torch version inside lecture 13's model is
+        :func:`course_lib.nn.rope.rotate`.
 
     Raises:
-        TypeError: ``x`` is not an array of real numbers, or positions are not numbers.
+        TypeError: ``x`` is not an array of real numbers, or positions are not integers.
         ValueError: ``head_dim`` is odd, or ``positions`` does not have ``n`` entries last.
     """
-    is_torch = isinstance(x, torch.Tensor)
-    if is_torch:
-        if not x.is_floating_point():
-            raise TypeError(f"x must be a floating-point tensor, got dtype {x.dtype}")
-        if x.ndim < 2:
-            raise ValueError(f"x must have shape (..., n, head_dim), got {tuple(x.shape)}")
-    else:
-        x = as_float_array(x, "x", min_ndim=2)
+    x = as_float_array(x, "x", min_ndim=2)
     n, head_dim = x.shape[-2], x.shape[-1]
     if head_dim % 2:
         raise ValueError(
@@ -104,17 +97,10 @@ def rope(
         )
     omega = rope_frequencies(head_dim, theta)  # (head_dim/2,)
     angle = _positions(positions, n)[..., None] * omega  # (..., n, head_dim/2)
-    cos, sin = np.cos(angle), np.sin(angle)
-    if is_torch:
-        cos = torch.as_tensor(cos, dtype=x.dtype, device=x.device)
-        sin = torch.as_tensor(sin, dtype=x.dtype, device=x.device)
-        even, odd = x[..., 0::2], x[..., 1::2]  # (..., n, head_dim/2) each
-        out = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)
-        return out.flatten(-2)  # (..., n, head_dim): pairs interleaved again
-    cos, sin = cos.astype(x.dtype), sin.astype(x.dtype)
-    even, odd = x[..., 0::2], x[..., 1::2]
-    out = np.stack((even * cos - odd * sin, even * sin + odd * cos), axis=-1)
-    return out.reshape(out.shape[:-2] + (head_dim,))
+    cos, sin = np.cos(angle).astype(x.dtype), np.sin(angle).astype(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]  # (..., n, head_dim/2) each
+    out = np.stack((even * cos - odd * sin, even * sin + odd * cos), axis=-1)  # (..., n, d/2, 2)
+    return out.reshape(out.shape[:-2] + (head_dim,))  # (..., n, head_dim): pairs interleaved
 
 
 def halves_to_interleaved(head_dim: int) -> np.ndarray:

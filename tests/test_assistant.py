@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from course_lib.configs import GPTConfig
 from course_lib.data.chat import load_chat_tokenizer, render_chat
 from course_lib.models.assistant import (
     add_chat_tokens,
@@ -26,7 +27,7 @@ def tok():
 
 def _model(vocab=515, seed=0):
     torch.manual_seed(seed)
-    return GPT(vocab, 64, d_model=16, num_heads=2, num_layers=1).eval()
+    return GPT(GPTConfig(vocab, 64, d_model=16, num_heads=2, num_layers=1)).eval()
 
 
 def _batch(tok):

@@ -17,7 +17,7 @@ Which public object a row counts for (its key is ``(obj.__module__, obj.__qualna
 * ``target`` (6th element) if given: the public function or class the row tests; a method
   (``C.GPT.forward``) counts for its class. Use it for every lambda, ``functools.partial`` or
   helper function that calls into the library, e.g. a forward call on a built module:
-  ``(lambda: C.GPT(cfg)(torch.ones(2, 3)), (), {}, TypeError, "idx must be ...", C.GPT)``.
+  ``(lambda: C.GPT(cfg)(torch.ones(2, 3)), (), {}, TypeError, "ids must be ...", C.GPT)``.
 * otherwise ``callable`` itself: a function or class counts for itself; a bound method
   (``model.generate``) for its class; an instance (an ``nn.Module`` called as ``layer(x)``)
   for its class; a ``functools.partial`` for the function it wraps.
@@ -50,6 +50,7 @@ MIN_ROWS = 3
 # Public objects that take no input that can be bad: {"module:qualname": reason}.
 _RECORD = "a result record (NamedTuple/dataclass) that only holds what {} returns; no validation"
 _NO_ARGS = "takes no argument: {}"
+_INNER = "an inner step run unchecked inside a checked forward; its door is {}"
 EXEMPT: dict[str, str] = {
     "course_lib.softmax:OnlineSoftmaxState": _RECORD.format("online_softmax_start/step"),
     "course_lib.chunked_attention:ChunkedAttention": _RECORD.format(
@@ -75,6 +76,12 @@ EXEMPT: dict[str, str] = {
     + "; the models and translation_loss check what they read from it",
     "course_lib.data.translation.sampling:TranslationData": _RECORD.format("make_translation_data"),
     "course_lib.models.bert_encoder:BertEncoderOutput": _RECORD.format("BertEncoder.forward"),
+    # inner steps of the torch blocks: run unchecked, validation happens at the model's door
+    "course_lib.nn.attention:attend": _INNER.format("MultiHeadAttention.forward"),
+    "course_lib.nn.attention:causal_mask_from": _INNER.format("MultiHeadAttention.forward"),
+    "course_lib.nn.residual:residual": _INNER.format("EncoderLayer/DecoderLayer.forward"),
+    "course_lib.nn.rope:rotate": _INNER.format("rope_qk, the attention's qk_transform"),
+    "course_lib.nn.rope:rope_qk": _INNER.format("ModernLM.forward"),
     "course_lib.data.chat:load_chat_tokenizer": _NO_ARGS.format("the shipped tokenizer + chat"),
     "course_lib.data.instructions:instruction_words": _NO_ARGS.format("the fixed word split"),
     "course_lib.data.instructions:Instruction": _RECORD.format("make_instruction"),

@@ -11,13 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from course_lib import pretrained, training
-from course_lib.causal_attention import (
-    CausalSelfAttention,
-    KVCache,
-    LayerKVCache,
-    causal_mask_from,
-)
+from course_lib import configs, interop, pretrained, training
 from course_lib.data import chat
 from course_lib.data import docstrings as ds
 from course_lib.data import instructions as ins
@@ -26,25 +20,11 @@ from course_lib.data import pretraining as pt
 from course_lib.data.translation import batches as tb
 from course_lib.data.translation import grammar as tg
 from course_lib.data.translation import sampling as ts
-from course_lib.layers import (
-    Decoder,
-    DecoderLayer,
-    Encoder,
-    EncoderLayer,
-    FeedForward,
-    MultiHeadAttention,
-    counting,
-    from_torch,
-    stacks,
-)
-from course_lib.layers import attention as la
-from course_lib.layers.residual import residual
 from course_lib.models import (
     assistant,
     bert,
     bert_encoder,
     classifier,
-    configs,
     decoding,
     dpo,
     generation,
@@ -56,6 +36,21 @@ from course_lib.models import (
     seq2seq,
     transformer,
 )
+from course_lib.nn import (
+    Decoder,
+    DecoderLayer,
+    Encoder,
+    EncoderLayer,
+    FeedForward,
+    KVCache,
+    LayerKVCache,
+    MultiHeadAttention,
+    RMSNorm,
+    SwiGLUFeedForward,
+    counting,
+    eval_mode,
+)
+from course_lib.nn import attention as la
 
 # ---------------------------------------------------------------------------------------------
 # Small objects the rows need (built once; every one is tiny and seeded).
@@ -65,10 +60,12 @@ T3 = torch.ones(1, 3, 8)
 IDS = torch.tensor([[1, 2, 3]])
 NAN_IDS_F = torch.full((1, 3), float("nan"))
 LOGITS = torch.tensor([[0.0, 1.0, 2.0]])
-GPT_S = gpt.GPT(11, 8, d_model=8, num_heads=2, num_layers=1)
-MODERN_S = modern.ModernLM(11, 8, 2, 1, 1, 16, max_len=8)
-BERT_S = bert.TinyBert(20, d_model=8, num_layers=1, num_heads=2, max_len=8, dropout=0.0)
-ENC_CFG = bert_encoder.BertEncoderConfig(
+GPT_S = gpt.GPT(configs.GPTConfig(11, 8, d_model=8, num_heads=2, num_layers=1))
+MODERN_S = modern.ModernLM(configs.ModernConfig(11, 8, 2, 1, 1, 16, max_len=8))
+MODERN_2 = modern.ModernLM(configs.ModernConfig(11, 8, 2, 1, 2, 16, max_len=8))  # 2 layers
+BERT_CFG = configs.TinyBertConfig(20, d_model=8, num_layers=1, num_heads=2, d_ff=32, max_len=8)
+BERT_S = bert.TinyBert(BERT_CFG)
+ENC_CFG = configs.BertEncoderConfig(
     vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
     intermediate_size=16, max_position_embeddings=8,
 )  # fmt: skip
@@ -88,7 +85,7 @@ USER_MSG = [{"role": "user", "content": "hi"}]
 CHAT_IDS, CHAT_MASK = assistant.chat_batch(
     [chat.render_chat(USER_MSG + [{"role": "assistant", "content": "yo"}], CHAT_TOK)]
 )
-GPT_CHAT = gpt.GPT(515, 32, d_model=8, num_heads=2, num_layers=1)
+GPT_CHAT = gpt.GPT(configs.GPTConfig(515, 32, d_model=8, num_heads=2, num_layers=1))
 LP = torch.zeros(3)
 LORA_L = lora.LoRALinear(nn.Linear(4, 3), 2, 4.0)
 NP_ = tg.NP("cat")
@@ -131,13 +128,45 @@ PT_TOK = pt.pretraining_tokenizer(300)
 LM_TOK = lm.lm_tokenizer(260)
 PT_DATA = pt.PretrainingData(PT_TOK, DOCS, max_len=16)
 PAIRS = [("a b", "c"), ("b a", "c c")]
-CSA = CausalSelfAttention(8, 2)
 MHA = MultiHeadAttention(8, 2)
+GQA = MultiHeadAttention(8, 4, 2)
+
+
+def _filled_cache(model, n: int = 3, batch: int = 1) -> KVCache:
+    """A KVCache that ``model`` filled with ``n`` positions of ``batch`` sequences."""
+    cache = KVCache()
+    with torch.no_grad():
+        model(torch.ones(batch, n, dtype=torch.long), cache)
+    return cache
+
+
+def _layer_cache(batch: int, kv_heads: int, d_head: int) -> LayerKVCache:
+    cache = LayerKVCache()
+    cache.append(torch.ones(batch, kv_heads, 2, d_head), torch.ones(batch, kv_heads, 2, d_head))
+    return cache
+
+
+def _transformers_models():
+    """Small random transformers models the course does not copy (other architectures)."""
+    from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
+
+    small = dict(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                 intermediate_size=16, max_position_embeddings=16)  # fmt: skip
+    return {
+        "roberta": RobertaModel(RobertaConfig(**small)),
+        "decoder": BertModel(BertConfig(**small, is_decoder=True)),
+        "relative": BertModel(BertConfig(**small, position_embedding_type="relative_key")),
+    }
+
+
+HF = _transformers_models()
 ENC_LAYER = EncoderLayer(8, 2, 16)
 DEC_LAYER = DecoderLayer(8, 2, 16)
 ENC = Encoder(1, 8, 2, 16)
 DEC = Decoder(1, 8, 2, 16)
 FFN = FeedForward(8, 16)
+FFN_SWIGLU = SwiGLUFeedForward(8, 16)
+NORM = RMSNorm(8)
 MLM_HEAD = mlm_head.MlmHead(8, 20)
 CLASSIFIER = classifier.BertClassifier([], 8, 3)
 SPAN = classifier.SpanHead(8)
@@ -148,23 +177,23 @@ X2 = torch.ones(3, 2)
 
 # (callable, args, kwargs, error type, message fragment)
 CASES = [
-    # causal_attention
-    (causal_mask_from, (-1, 3), {}, ValueError, "start must be >= 0, got -1"),
-    (causal_mask_from, (0, 0), {}, ValueError, "n_new must be >= 1, got 0"),
-    (causal_mask_from, (1.5, 2), {}, TypeError, "start must be an integer, got float"),
-    (CausalSelfAttention, (6, 4), {}, ValueError, "d_model=6 is not divisible by num_heads=4"),
-    (CausalSelfAttention, (8, 4, 3), {}, ValueError, "num_kv_heads=3 must divide num_heads=4"),
-    (CausalSelfAttention, (8, 2), {"dropout": 1.0}, ValueError, "dropout must be a probability"),
-    (CausalSelfAttention, (8, 2), {"qk_transform": 3}, TypeError, "qk_transform must be callable"),
-    (KVCache().layer, (1,), {}, IndexError, "layer 1: the cache has 0 layers"),
-    (KVCache().layer, (-1,), {}, ValueError, "index must be >= 0, got -1"),
-    (KVCache().layer, (0.0,), {}, TypeError, "index must be an integer, got float"),
-    (LayerKVCache().append, (np.ones((1, 1, 2, 4)), torch.ones(1, 1, 2, 4)), {}, TypeError,
-     "k must be a torch.Tensor (batch, kv_heads, n_new, d_head), got ndarray"),
-    (LayerKVCache().append, (torch.ones(1, 2, 4), torch.ones(1, 2, 4)), {}, ValueError,
-     "k must have shape (batch, kv_heads, n_new, d_head), got (1, 2, 4)"),
-    (LayerKVCache().append, (torch.ones(1, 1, 2, 4), torch.ones(1, 1, 3, 4)), {}, ValueError,
-     "v must have the shape of k (1, 1, 2, 4), got (1, 1, 3, 4)"),
+    # nn.attention, nn.cache: the attention's door (the models check once for all layers)
+    (MultiHeadAttention, (6, 4), {}, ValueError, "d_model=6 is not divisible by num_heads=4"),
+    (MultiHeadAttention, (8, 4, 3), {}, ValueError, "num_kv_heads=3 must divide num_heads=4"),
+    (MultiHeadAttention, (8, 2), {"qk_transform": 3}, TypeError, "qk_transform must be callable"),
+    (_filled_cache(MODERN_2).check_fits, (1, 1, 1, 4), {}, ValueError,
+     "cache holds 2 layers but the model has 1"),
+    (_filled_cache(MODERN_S).check_fits, (2, 1, 1, 4), {}, ValueError,
+     "cache holds 1 layers but the model has 2"),
+    (_filled_cache(MODERN_S).check_fits, (1, 2, 1, 4), {}, ValueError,
+     "this call needs batch=2, kv_heads=1, d_head=4: start a new KVCache"),
+    (_filled_cache(MODERN_S).check_fits, (1, 1, 2, 4), {}, ValueError, "kv_heads=2"),
+    (_layer_cache(1, 2, 4).check_fits, (2, 2, 4), {}, ValueError, "this call needs batch=2"),
+    (_layer_cache(1, 2, 4).check_fits, (1, 1, 4), {}, ValueError, "kv_heads=1"),
+    (_layer_cache(1, 2, 4).check_fits, (1, 2, 8), {}, ValueError, "d_head=8"),
+    (eval_mode, (None,), {}, TypeError, "model must be a torch.nn.Module, got NoneType"),
+    (eval_mode, ("model",), {}, TypeError, "model must be a torch.nn.Module, got str"),
+    (eval_mode, (3,), {}, TypeError, "model must be a torch.nn.Module, got int"),
     # training
     (training.TrainingLog([1.0, 2.0]).smoothed, (0,), {}, ValueError, "window must be >= 1, got 0"),
     (training.TrainingLog([1.0]).smoothed, (2.5,), {}, TypeError, "window must be an integer"),
@@ -190,61 +219,28 @@ CASES = [
     (training.train_step, (LIN, _opt(LIN), _loss, X2), {"step": -1}, ValueError,
      "step must be >= 0, got -1"),
     # layers
-    (la.attention_mask, (np.ones((3, 3), bool), 1, 2, 3, 3), {}, TypeError,
+    (la.check_mask, (np.ones((3, 3), bool), 1, 2, 3, 3), {}, TypeError,
      "mask must be a boolean torch.Tensor (True = may attend), got ndarray"),
-    (la.attention_mask, (torch.ones(3, 3), 1, 2, 3, 3), {}, TypeError,
+    (la.check_mask, (torch.ones(3, 3), 1, 2, 3, 3), {}, TypeError,
      "mask must be boolean (True = may attend), got dtype torch.float32"),
-    (la.attention_mask, (torch.ones(1, 1, 1, 1, 3, dtype=torch.bool), 1, 2, 3, 3), {}, ValueError,
+    (la.check_mask, (torch.ones(1, 1, 1, 1, 3, dtype=torch.bool), 1, 2, 3, 3), {}, ValueError,
      "mask must be 2-D (n_q, n_k), 3-D (batch, n_q or 1, n_k) or 4-D"),
-    (la.attention_mask, (torch.zeros(3, 3, dtype=torch.bool), 1, 2, 3, 3), {}, ValueError,
+    (la.check_mask, (torch.zeros(3, 3, dtype=torch.bool), 1, 2, 3, 3), {}, ValueError,
      "mask hides every key from some query"),
-    (la.attention_mask, (torch.ones(3, 4, dtype=torch.bool), 1, 2, 3, 3), {}, ValueError,
+    (la.check_mask, (torch.ones(3, 4, dtype=torch.bool), 1, 2, 3, 3), {}, ValueError,
      "does not fit"),
-    (la.causal_mask_torch, (0,), {}, ValueError, "n must be >= 1, got 0"),
-    (la.causal_mask_torch, (-2,), {}, ValueError, "n must be >= 1, got -2"),
-    (la.causal_mask_torch, (2.0,), {}, TypeError, "n must be an integer, got float"),
     (counting.multi_head_attention_flops, (0, 8), {}, ValueError, "n must be >= 1, got 0"),
     (counting.multi_head_attention_flops, (4, -8), {}, ValueError, "d_model must be >= 1, got -8"),
     (counting.multi_head_attention_flops, ("4", 8), {}, TypeError, "n must be an integer, got str"),
-    (from_torch.mha_from_torch, (nn.Linear(4, 4),), {}, TypeError,
-     "module must be a torch.nn.MultiheadAttention, got Linear"),
-    (from_torch.mha_from_torch, (None,), {}, TypeError,
-     "module must be a torch.nn.MultiheadAttention, got NoneType"),
-    (from_torch.mha_from_torch, (nn.MultiheadAttention(4, 2, add_bias_kv=True),), {}, ValueError,
-     "module:"),
-    (from_torch.encoder_layer_from_torch, (nn.Linear(4, 4),), {}, TypeError,
-     "module must be a torch.nn.TransformerEncoderLayer, got Linear"),
-    (from_torch.encoder_layer_from_torch, (nn.TransformerDecoderLayer(4, 2),), {}, TypeError,
-     "module must be a torch.nn.TransformerEncoderLayer, got TransformerDecoderLayer"),
-    (from_torch.encoder_layer_from_torch,
-     (nn.TransformerEncoderLayer(4, 2, activation=nn.functional.silu),), {}, ValueError,
-     "module.activation: only relu, gelu and tanh-approximated gelu can be copied"),
-    (from_torch.decoder_layer_from_torch, (nn.TransformerEncoderLayer(4, 2),), {}, TypeError,
-     "module must be a torch.nn.TransformerDecoderLayer, got TransformerEncoderLayer"),
-    (from_torch.decoder_layer_from_torch, ("layer",), {}, TypeError,
-     "module must be a torch.nn.TransformerDecoderLayer, got str"),
-    (from_torch.decoder_layer_from_torch,
-     (nn.TransformerDecoderLayer(4, 2, activation=nn.Tanh()),), {}, ValueError,
-     "module.activation: only relu, gelu and tanh-approximated gelu can be copied"),
-    (from_torch.stack_from_torch, (stacks.Encoder, nn.TransformerDecoderLayer(4, 2)), {}, TypeError,
-     "module must be a torch.nn.TransformerEncoder, got TransformerDecoderLayer"),
-    (from_torch.stack_from_torch, (nn.Linear, nn.Linear(2, 2)), {}, TypeError,
-     "cls must be course_lib.Encoder or course_lib.Decoder, got Linear"),
-    (from_torch.stack_from_torch, ("Encoder", nn.Linear(2, 2)), {}, TypeError,
-     "cls must be course_lib.Encoder or course_lib.Decoder, got str"),
-    (residual, (np.ones((1, 3, 8)), nn.Identity(), nn.Identity(), nn.Identity()), {},
-     TypeError, "x must be a torch.Tensor (batch, n, d_model), got ndarray"),
-    (residual, (T3, "attn", nn.Identity(), nn.Identity()), {}, TypeError,
-     "sublayer must be callable, got str"),
-    (residual, (T3, lambda y: y[..., :1], nn.Identity(), nn.Identity()), {}, ValueError,
-     "sublayer must return the shape of x (1, 3, 8), got (1, 3, 1)"),
-    (residual, (T3, nn.Identity(), None, nn.Identity()), {}, TypeError,
-     "norm must be callable, got NoneType"),
     # models.bert
-    (bert.TinyBert, (0,), {}, ValueError, "vocab_size must be >= 1, got 0"),
-    (bert.TinyBert, (20,), {"d_model": 6, "num_heads": 4}, ValueError, "d_model=6 is not divisible"),
-    (bert.TinyBert, (20,), {"dropout": 1.5}, ValueError, "dropout must be a probability in [0, 1)"),
-    (bert.TinyBert, (20,), {"pad_id": 20}, ValueError, "pad_id must be in [0, vocab_size=20), got 20"),
+    (bert.TinyBert, ({"vocab_size": 20},), {}, TypeError, "config must be a TinyBertConfig, got dict"),
+    (bert.TinyBert, (None,), {}, TypeError, "config must be a TinyBertConfig, got NoneType"),
+    (bert.TinyBert, (ENC_CFG,), {}, TypeError, "config must be a TinyBertConfig, got BertEncoderConfig"),
+    (bert.pretraining_losses, (BERT_S, NO_MASKED), {}, ValueError, "has no position to predict"),
+    (bert.pretraining_losses, (None, ONE_MASKED), {}, TypeError, "model must be a TinyBert, got NoneType"),
+    (bert.pretraining_losses, (BERT_S, {"input_ids": IDS}), {}, ValueError, "batch is missing"),
+    (bert.fill_in, (BERT_S, PT_TOK, "the value is set", "value"), {"top_k": True}, TypeError,
+     "top_k must be an integer, got bool"),
     (bert.pretraining_loss, (BERT_S, NO_MASKED), {}, ValueError,
      "batch['mlm_labels'] has no position to predict"),
     (bert.pretraining_loss, (BERT_S, {"input_ids": IDS}), {}, ValueError,
@@ -276,25 +272,20 @@ CASES = [
     (bert.load_tiny_bert, (3,), {}, TypeError, "path must be a str or pathlib.Path, got int"),
     (bert.load_tiny_bert, (gpt.GPT_CHECKPOINT,), {}, ValueError, "is not a TinyBert checkpoint"),
     # models.bert_encoder
-    (bert_encoder.BertEncoderConfig, (0,), {}, ValueError, "vocab_size must be >= 1, got 0"),
-    (bert_encoder.BertEncoderConfig, (), {"hidden_size": 10, "num_attention_heads": 4}, ValueError,
+    (configs.BertEncoderConfig, (0,), {}, ValueError, "vocab_size must be >= 1, got 0"),
+    (configs.BertEncoderConfig, (), {"hidden_size": 10, "num_attention_heads": 4}, ValueError,
      "hidden_size=10 is not divisible by num_attention_heads=4"),
-    (bert_encoder.BertEncoderConfig, (), {"hidden_act": "swish"}, ValueError,
+    (configs.BertEncoderConfig, (), {"hidden_act": "swish"}, ValueError,
      "hidden_act must be one of"),
-    (bert_encoder.BertEncoderConfig, (), {"hidden_dropout_prob": 1.5}, ValueError,
+    (configs.BertEncoderConfig, (), {"hidden_dropout_prob": 1.5}, ValueError,
      "hidden_dropout_prob must be a probability in [0, 1), got 1.5"),
-    (bert_encoder.BertEncoderConfig, (), {"layer_norm_eps": -1.0}, ValueError,
+    (configs.BertEncoderConfig, (), {"layer_norm_eps": -1.0}, ValueError,
      "layer_norm_eps must be a finite number > 0, got -1.0"),
     (bert_encoder.BertEncoder, ({"vocab_size": 20},), {}, TypeError,
      "config must be a BertEncoderConfig, got dict"),
     (bert_encoder.BertEncoder, (None,), {}, TypeError, "config must be a BertEncoderConfig, got NoneType"),
-    (bert_encoder.BertEncoder, (gpt.TINY_GPT_CONFIG,), {}, TypeError,
+    (bert_encoder.BertEncoder, (configs.TINY_GPT_CONFIG,), {}, TypeError,
      "config must be a BertEncoderConfig, got GPTConfig"),
-    (bert_encoder.hf_state_dict_to_ours, ({"head.weight": torch.ones(1)}, 1), {}, ValueError,
-     "unexpected weight 'head.weight' in the BertModel state dict"),
-    (bert_encoder.hf_state_dict_to_ours, ([("a", 1)], 1), {}, TypeError,
-     "state must be a dict name -> tensor (a state_dict()), got list"),
-    (bert_encoder.hf_state_dict_to_ours, ({}, 0), {}, ValueError, "num_layers must be >= 1, got 0"),
     (bert_encoder.without_heads, (BERT_ENC, [(5, 0)]), {}, ValueError,
      "(layer, head) must be within (1, 2) counted from 0, got (5, 0)"),
     (bert_encoder.without_heads, (BERT_ENC, (0, 1)), {}, TypeError,
@@ -341,13 +332,36 @@ CASES = [
     (classifier.SpanHead, (0,), {}, ValueError, "hidden_size must be >= 1, got 0"),
     (classifier.SpanHead, ("8",), {}, TypeError, "hidden_size must be an integer, got str"),
     (classifier.SpanHead, (8.0,), {}, TypeError, "hidden_size must be an integer, got float"),
-    # models.configs
+    # configs
     (configs.TinyBertConfig, (), {"d_model": 0}, ValueError, "d_model must be >= 1, got 0"),
     (configs.TinyBertConfig, (), {"num_heads": 3}, ValueError, "d_model=64 is not divisible by num_heads=3"),
     (configs.TinyBertConfig, (), {"dropout": 1.0}, ValueError, "dropout must be a probability"),
-    (configs.TinyBertTraining, (), {"steps": 0}, ValueError, "steps must be >= 1, got 0"),
-    (configs.TinyBertTraining, (), {"lr": -1.0}, ValueError, "lr must be a finite number > 0"),
-    (configs.TinyBertTraining, (), {"warmup": 5000}, ValueError, "warmup must be <= steps=4000"),
+    (configs.TinyBertConfig, (20,), {"pad_id": 20}, ValueError, "pad_id must be in [0, vocab_size=20), got 20"),
+    (configs.TinyBertConfig, (0,), {}, ValueError, "vocab_size must be >= 1, got 0"),
+    (configs.TrainingConfig, (), {"steps": 0}, ValueError, "steps must be >= 1, got 0"),
+    (configs.TrainingConfig, (), {"lr": -1.0}, ValueError, "lr must be a finite number > 0"),
+    (configs.TrainingConfig, (), {"warmup": 5000}, ValueError, "warmup must be <= steps=4000"),
+    (configs.TrainingConfig, (), {"schedule": "step"}, ValueError, "schedule must be 'constant', 'linear' or"),
+    (configs.GPTConfig, (0, 8), {}, ValueError, "vocab_size must be >= 1, got 0"),
+    (configs.GPTConfig, (11, 8), {"d_model": 6, "num_heads": 4}, ValueError, "d_model=6 is not divisible"),
+    (configs.GPTConfig, (11, 8), {"activation": "swish"}, ValueError, "activation must be one of"),
+    (configs.GPTConfig, (11, 8), {"layer_norm_eps": 0.0}, ValueError, "layer_norm_eps must be a finite number > 0"),
+    (configs.GPTConfig, (11, 0), {}, ValueError, "max_len must be >= 1, got 0"),
+    (configs.GPTConfig, (11, 8), {"dropout": 1.0}, ValueError, "dropout must be a probability in [0, 1)"),
+    (configs.GPTConfig, (11.0, 8), {}, TypeError, "vocab_size must be an integer, got float"),
+    (configs.GPTConfig, (11, 8), {"tie_weights": "no"}, TypeError, "tie_weights must be True or False, got str 'no'"),
+    (configs.ModernConfig, (11, 6, 4, 1, 1, 16), {}, ValueError, "d_model=6 is not divisible by num_heads=4"),
+    (configs.ModernConfig, (11, 8, 4, 3, 1, 16), {}, ValueError, "num_kv_heads=3 must divide num_heads=4"),
+    (configs.ModernConfig, (11, 6, 2, 1, 1, 16), {}, ValueError, "even"),
+    (configs.ModernConfig, (11, 8, 2, 1, 1, 16), {"rope_theta": -1.0}, ValueError,
+     "rope_theta must be a finite number > 0, got -1.0"),
+    (configs.ModernConfig, (11, 8, 2, 1, 1, 16), {"rope_theta": 1.0}, ValueError,
+     "rope_theta must be a finite number > 1, got 1.0"),
+    (configs.ModernConfig, (0, 8, 2, 1, 1, 16), {}, ValueError, "vocab_size must be >= 1, got 0"),
+    (configs.ModernConfig, (11, 8, 2, 1, 1, 16), {"rms_eps": 0.0}, ValueError,
+     "rms_eps must be a finite number > 0, got 0.0"),
+    (configs.ModernConfig, (11, 8, 2, 1, 1, 16), {"max_len": 0}, ValueError, "max_len must be >= 1, got 0"),
+    (configs.ModernConfig, (11, 8, 2, 1, 1, 16), {"tie_weights": "no"}, TypeError, "tie_weights must be True or False"),
     # models.decoding
     (decoding.greedy_decode, (GRU, SRC, SRC_MASK), {"max_len": 0}, ValueError, "max_len must be >= 1"),
     (decoding.greedy_decode, (None, SRC, SRC_MASK), {}, TypeError, "model must be a torch.nn.Module, got NoneType"),
@@ -371,14 +385,18 @@ CASES = [
      "logits must be a floating torch.Tensor (..., vocab), got ndarray"),
     (generation.top_k_filter, (LOGITS.long(), 1), {}, TypeError,
      "logits must be a floating torch.Tensor (..., vocab), got torch.int64 tensor"),
-    (generation.top_k_filter, (torch.tensor([[0.0, float("nan")]]), 1), {}, ValueError,
-     "logits contain nan"),
+    (generation.top_k_filter, (LOGITS, 1.5), {}, TypeError, "top_k must be an integer, got float"),
+    (generation.top_k_filter, (torch.tensor([[0.0, float("nan")]]), True), {}, TypeError, "top_k must be an integer, got bool"),
     (generation.top_p_filter, (LOGITS, 0), {}, ValueError, "top_p must be in (0, 1], got 0"),
     (generation.top_p_filter, (LOGITS, 1.5), {}, ValueError, "top_p must be in (0, 1], got 1.5"),
     (generation.top_p_filter, (LOGITS, "0.9"), {}, TypeError, "top_p must be a number in (0, 1], got str"),
-    (generation.next_token, (LOGITS, -1.0), {}, ValueError, "temperature must be >= 0"),
+    (generation.next_token, (LOGITS, -1.0), {}, ValueError, "temperature must be a finite number >= 0"),
+    (generation.next_token, (LOGITS, float("inf")), {}, ValueError, "got inf"),
+    (generation.generate, (GPT_S, IDS, 2), {"temperature": float("inf")}, ValueError,
+     "temperature must be a finite number >= 0"),
+    (generation.generate, (GPT_S, IDS, 2), {"eos_id": 11}, ValueError, "eos_id must be in [0, vocab_size=11), got 11"),
     (generation.next_token, (LOGITS,), {"top_k": 0}, ValueError, "top_k must be >= 1, got 0"),
-    (generation.next_token, (torch.tensor([[float("nan"), 0.0]]), 0.0), {}, ValueError, "logits contain nan"),
+    (generation.next_token, (LOGITS,), {"top_p": 0.0}, ValueError, "top_p must be in (0, 1], got 0.0"),
     (generation.next_token, (torch.tensor([0.0, 1.0]),), {}, ValueError,
      "logits must have shape (batch, vocab), got (2,)"),
     (generation.generate, (GPT_S, IDS, -1), {}, ValueError, "max_new_tokens must be >= 0, got -1"),
@@ -396,13 +414,10 @@ CASES = [
      "model must have an integer max_len attribute (its context length), got TinyBert"),
     (generation.generate, (LIN, IDS, 2), {}, TypeError, "model must have an integer max_len attribute"),
     # models.gpt
-    (gpt.GPTConfig, (0, 8), {}, ValueError, "vocab_size must be >= 1, got 0"),
-    (gpt.GPTConfig, (11, 8), {"d_model": 6, "num_heads": 4}, ValueError, "d_model=6 is not divisible"),
-    (gpt.GPTConfig, (11, 8), {"activation": "swish"}, ValueError, "activation must be one of"),
-    (gpt.GPTConfig, (11, 8), {"layer_norm_eps": 0.0}, ValueError, "layer_norm_eps must be a finite number > 0"),
-    (gpt.GPT, (11, 0), {}, ValueError, "max_len must be >= 1, got 0"),
-    (gpt.GPT, (11, 8), {"dropout": 1.0}, ValueError, "dropout must be a probability in [0, 1)"),
-    (gpt.GPT, (11.0, 8), {}, TypeError, "vocab_size must be an integer, got float"),
+    (gpt.GPT, ({"vocab_size": 11, "max_len": 8},), {}, TypeError, "config must be a GPTConfig, got dict"),
+    (gpt.GPT, (None,), {}, TypeError, "config must be a GPTConfig, got NoneType"),
+    (gpt.GPT, (ENC_CFG,), {}, TypeError, "config must be a GPTConfig, got BertEncoderConfig"),
+    (gpt.gpt_parameter_count, (), {"tie_weights": "no"}, TypeError, "tie_weights must be True or False"),
     (gpt.lm_loss, (GPT_S, IDS[:, :1]), {}, ValueError, "ids must be (batch, n + 1) with n >= 1, got (1, 1)"),
     (gpt.lm_loss, (GPT_S, np.ones((1, 3))), {}, TypeError, "ids must be a torch.long tensor of token ids"),
     (gpt.lm_loss, (None, IDS), {}, TypeError, "model must be a torch.nn.Module, got NoneType"),
@@ -420,20 +435,9 @@ CASES = [
     (mlm_head.MlmHead, (8, 5), {"layer_norm_eps": -1.0}, ValueError,
      "layer_norm_eps must be a finite number > 0, got -1.0"),
     # models.modern
-    (modern.ModernConfig, (11, 6, 4, 1, 1, 16), {}, ValueError, "d_model=6 is not divisible by num_heads=4"),
-    (modern.ModernConfig, (11, 8, 4, 3, 1, 16), {}, ValueError, "num_kv_heads=3 must divide num_heads=4"),
-    (modern.ModernConfig, (11, 6, 2, 1, 1, 16), {}, ValueError, "even"),
-    (modern.ModernConfig, (11, 8, 2, 1, 1, 16), {"rope_theta": -1.0}, ValueError,
-     "rope_theta must be a finite number > 0, got -1.0"),
-    (modern.ModernLM, (0, 8, 2, 1, 1, 16), {}, ValueError, "vocab_size must be >= 1, got 0"),
-    (modern.ModernLM, (11, 8, 2, 1, 1, 16), {"rms_eps": 0.0}, ValueError,
-     "rms_eps must be a finite number > 0, got 0.0"),
-    (modern.ModernLM, (11, 8, 2, 1, 1, 16), {"max_len": 0}, ValueError, "max_len must be >= 1, got 0"),
-    (modern.rope_qk, (np.ones((1, 2, 3, 4)), torch.ones(1, 1, 3, 4), torch.arange(3)), {}, TypeError, "q"),
-    (modern.rope_qk, (torch.ones(1, 2, 3, 4), torch.ones(1, 1, 3, 4), torch.arange(2)), {}, ValueError,
-     "positions"),
-    (modern.rope_qk, (torch.ones(1, 2, 3, 5), torch.ones(1, 1, 3, 5), torch.arange(3)), {}, ValueError,
-     "even"),
+    (modern.ModernLM, ({"vocab_size": 11},), {}, TypeError, "config must be a ModernConfig, got dict"),
+    (modern.ModernLM, (None,), {}, TypeError, "config must be a ModernConfig, got NoneType"),
+    (modern.ModernLM, (configs.TINY_GPT_CONFIG,), {}, TypeError, "config must be a ModernConfig, got GPTConfig"),
     # models.ngram
     (ngram.CountLM, ([0.1, 0.2],), {}, TypeError, "log_probs must be a torch.Tensor (vocab,) or (vocab, vocab), got list"),
     (ngram.CountLM, (torch.zeros(2, 2, 2),), {}, ValueError, "log_probs must be (vocab,) or (vocab, vocab), got (2, 2, 2)"),
@@ -613,10 +617,21 @@ CASES = [
     (pretrained.fill_mask, ("a [MASK] b",), {"top_k": 0}, ValueError, "top_k must be >= 1, got 0"),
     (pretrained.fill_mask, (3,), {}, TypeError, "text must be a str, got int"),
     # forward (and the other public methods) of the torch modules
-    (CSA.forward, (torch.ones(3, 8),), {}, ValueError, "x must have shape (batch, n, d_model=8), got (3, 8)"),
-    (CSA.forward, (np.ones((1, 3, 8)),), {}, TypeError, "x must be a torch.Tensor, got ndarray"),
-    (CSA.forward, (T3, KVCache()), {}, TypeError, "cache must be a LayerKVCache or None, got KVCache"),
-    (CSA.forward, (torch.ones(1, 3, 4),), {}, ValueError, "x must have shape (batch, n, d_model=8), got (1, 3, 4)"),
+    (MHA.forward, (T3,), {"cache": KVCache()}, TypeError, "cache must be a LayerKVCache or None, got KVCache"),
+    (MHA.forward, (T3, torch.ones(1, 3, 8)), {"causal": True}, ValueError, "causal=True is for self-attention"),
+    (MHA.forward, (T3, torch.ones(1, 0, 8), torch.ones(1, 0, 8)), {}, ValueError,
+     "query and key need at least one position each"),
+    (MHA.forward, (T3,), {"cache": _layer_cache(1, 2, 8)}, ValueError, "this call needs batch=1, kv_heads=2, d_head=4"),
+    (MHA.forward, (T3,), {"cache": LayerKVCache(), "mask": M3}, ValueError, "mask and cache together"),
+    (GQA.forward, (T3,), {"cache": _layer_cache(2, 2, 2)}, ValueError, "this call needs batch=1"),
+    (GQA.forward, (T3, torch.ones(2, 3, 8)), {}, ValueError, "query (batch, n_q, d), key and value"),
+    (FFN_SWIGLU.forward, (torch.ones(1, 3, 4),), {}, ValueError, "x must end with d_model=8, got (1, 3, 4)"),
+    (FFN_SWIGLU.forward, (np.ones((1, 3, 8)),), {}, TypeError, "x must be a torch.Tensor (..., d_model=8)"),
+    (FFN_SWIGLU.forward, (torch.ones(1, 3, 8, dtype=torch.long),), {}, TypeError, "x must be a floating tensor"),
+    (NORM.forward, (torch.ones(1, 3, 4),), {}, ValueError, "x must end with d_model=8, got (1, 3, 4)"),
+    (NORM.forward, ([1.0] * 8,), {}, TypeError, "x must be a torch.Tensor (..., d_model=8), got list"),
+    (NORM.forward, (torch.ones(8, dtype=torch.long),), {}, TypeError, "x must be a floating tensor"),
+    (GQA.forward, (torch.ones(1, 3, 6),), {}, ValueError, "query must have shape (batch, n, d_model=8)"),
     (MHA.forward, (torch.ones(3, 8), T3, T3), {}, ValueError, "query must have shape (batch, n, d_model=8)"),
     (MHA.forward, (T3, np.ones((1, 3, 8)), T3), {}, TypeError, "key must be a torch.Tensor, got ndarray"),
     (MHA.forward, (T3, T3, T3, torch.ones(3, 3)), {}, TypeError, "mask must be boolean"),
@@ -643,11 +658,18 @@ CASES = [
     (MODERN_S.forward, (IDS[0],), {}, ValueError, "ids must have shape (batch, n) with no empty axis, got (3,)"),
     (MODERN_S.forward, (torch.tensor([[-1, 2]]),), {}, ValueError, "ids must lie in [0, vocab_size=11), got ids from -1 to 2"),
     (MODERN_S.forward, (IDS, LayerKVCache()), {}, TypeError, "cache must be a KVCache or None, got LayerKVCache"),
+    (MODERN_S.forward, (IDS, _filled_cache(MODERN_2)), {}, ValueError, "cache holds 2 layers but the model has 1"),
+    (MODERN_2.forward, (IDS, _filled_cache(MODERN_2, batch=2)), {}, ValueError, "this call needs batch=1"),
+    (MODERN_2.forward, (IDS, _filled_cache(MODERN_S)), {}, ValueError, "cache holds 1 layers but the model has 2"),
+    (GPT_S.forward, (IDS, _filled_cache(MODERN_S)), {}, ValueError, "this call needs batch=1, kv_heads=2, d_head=4"),
     (BERT_S.forward, (torch.ones(1, 9, dtype=torch.long),), {}, ValueError, "max_len=8 position embeddings"),
     (BERT_S.forward, (IDS, torch.zeros(1, 2, dtype=torch.long)), {}, ValueError, "segment_ids must have the shape of input_ids (1, 3)"),
     (BERT_S.forward, (IDS, torch.full((1, 3), 2)), {}, ValueError, "segment_ids must lie in [0, type_vocab_size=2), got ids from 2 to 2"),
     (BERT_S.forward, (torch.tensor([[1, 20]]),), {}, ValueError, "input_ids must lie in [0, vocab_size=20)"),
     (BERT_S.forward, (IDS, None, torch.ones(1, 3)), {}, TypeError, "attention_mask must be a boolean torch.Tensor (batch, n)"),
+    (BERT_S.forward, (IDS, None, torch.zeros(1, 3, dtype=torch.bool)), {}, ValueError, "some sequence has no real token"),
+    (BERT_S.forward, (IDS, None, torch.ones(1, 2, dtype=torch.bool)), {}, ValueError,
+     "attention_mask must have the shape of input_ids (1, 3), got (1, 2)"),
     (BERT_S.mlm_logits, (torch.ones(1, 3, 4),), {}, ValueError, "hidden must end with d_model=8, got (1, 3, 4)"),
     (BERT_S.mlm_logits, (np.ones((1, 3, 8)),), {}, TypeError, "hidden must be a torch.Tensor (..., d_model=8), got ndarray"),
     (BERT_S.mlm_logits, (torch.ones(1, 3, 8, dtype=torch.long),), {}, TypeError, "hidden must be a floating tensor"),
@@ -658,6 +680,7 @@ CASES = [
     (BERT_ENC.forward, (torch.tensor([[1, 25]]),), {}, ValueError, "input_ids must lie in [0, vocab_size=20)"),
     (BERT_ENC.forward, (IDS, torch.full((1, 3), 2)), {}, ValueError, "token_type_ids must be < type_vocab_size=2"),
     (BERT_ENC.forward, (IDS, None, torch.ones(1, 2)), {}, ValueError, "attention_mask must have the shape of input_ids (1, 3), got (1, 2)"),
+    (BERT_ENC.forward, (IDS, None, torch.zeros(1, 3)), {}, ValueError, "attention_mask hides every key from some query"),
     (BERT_ENC.embed, (IDS[0],), {}, ValueError, "input_ids must have shape (batch, n)"),
     (BERT_ENC.embed, (IDS.float(),), {}, TypeError, "input_ids must be a torch.long tensor of token ids"),
     (BERT_ENC.embed, (torch.ones(1, 9, dtype=torch.long),), {}, ValueError, "more than max_position_embeddings=8"),
@@ -697,6 +720,8 @@ CASES = [
     (GRU.decode, (torch.ones(1, 16), SRC_MASK, torch.tensor([[1, 10]])), {}, ValueError,
      "tgt_in must lie in [0, vocab_size=10), got ids from 1 to 10"),
     (ATT_GRU.forward, (SRC, SRC_MASK.long(), IDS), {}, TypeError, "src_mask must be a boolean tensor"),
+    (ATT_GRU.forward, (SRC, torch.tensor([[True, False, True]]), IDS), {}, ValueError,
+     "src_mask row 0 has a hole ([1, 0, 1])"),
     (ATT_GRU.forward, (SRC, SRC_MASK, IDS.float()), {}, TypeError, "tgt_in must be a torch.long tensor of token ids"),
     (ATT_GRU.encode, (SRC, None), {}, TypeError, "src_mask must be a boolean tensor"),
     (ATT_GRU.encode, (np.array([[4, 5]]), SRC_MASK), {}, TypeError, "src must be a torch.long tensor of token ids"),
@@ -708,39 +733,31 @@ CASES = [
     (TRANSLATOR.forward, (SRC, SRC_MASK[:, :2], IDS), {}, ValueError, "src_mask must have the shape of src (1, 3)"),
     (TRANSLATOR.encode, (SRC.float(), SRC_MASK), {}, TypeError, "src must be a torch.long tensor of token ids"),
     (TRANSLATOR.decode, (torch.ones(1, 3, 8), SRC_MASK, IDS.float()), {}, TypeError, "tgt_in must be a torch.long tensor"),
-    # the from_* constructors
-    (MultiHeadAttention.from_torch, (nn.Linear(4, 4),), {}, TypeError, "module must be a torch.nn.MultiheadAttention, got Linear"),
-    (MultiHeadAttention.from_torch, (MHA,), {}, TypeError, "module must be a torch.nn.MultiheadAttention, got MultiHeadAttention"),
-    (MultiHeadAttention.from_torch, (nn.MultiheadAttention(4, 2, kdim=3),), {}, ValueError, "kdim = vdim = embed_dim"),
-    (EncoderLayer.from_torch, (None,), {}, TypeError, "module must be a torch.nn.TransformerEncoderLayer, got NoneType"),
-    (EncoderLayer.from_torch, (ENC_LAYER,), {}, TypeError, "module must be a torch.nn.TransformerEncoderLayer, got EncoderLayer"),
-    (EncoderLayer.from_torch, (nn.TransformerEncoderLayer(4, 2, activation=nn.SiLU()),), {}, ValueError,
-     "module.activation: only relu, gelu and tanh-approximated gelu"),
-    (DecoderLayer.from_torch, (nn.TransformerEncoderLayer(4, 2),), {}, TypeError,
-     "module must be a torch.nn.TransformerDecoderLayer, got TransformerEncoderLayer"),
-    (DecoderLayer.from_torch, (DEC_LAYER,), {}, TypeError, "module must be a torch.nn.TransformerDecoderLayer, got DecoderLayer"),
-    (DecoderLayer.from_torch, (nn.TransformerDecoderLayer(4, 2, activation=nn.SiLU()),), {}, ValueError,
-     "module.activation: only relu, gelu and tanh-approximated gelu"),
-    (Encoder.from_torch, (nn.TransformerEncoderLayer(4, 2),), {}, TypeError,
-     "module must be a torch.nn.TransformerEncoder, got TransformerEncoderLayer"),
-    (Encoder.from_torch, (ENC,), {}, TypeError, "module must be a torch.nn.TransformerEncoder, got Encoder"),
-    (Encoder.from_torch, (None,), {}, TypeError, "module must be a torch.nn.TransformerEncoder, got NoneType"),
-    (Decoder.from_torch, (nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2), 1, enable_nested_tensor=False),), {},
-     TypeError, "module must be a torch.nn.TransformerDecoder, got TransformerEncoder"),
-    (Decoder.from_torch, (DEC,), {}, TypeError, "module must be a torch.nn.TransformerDecoder, got Decoder"),
-    (Decoder.from_torch, ("decoder",), {}, TypeError, "module must be a torch.nn.TransformerDecoder, got str"),
-    (gpt.GPT.from_config, ({"vocab_size": 11, "max_len": 8},), {}, TypeError, "config must be a GPTConfig, got dict"),
-    (gpt.GPT.from_config, (None,), {}, TypeError, "config must be a GPTConfig, got NoneType"),
-    (gpt.GPT.from_config, (ENC_CFG,), {}, TypeError, "config must be a GPTConfig, got BertEncoderConfig"),
-    (gpt.GPT.from_hf, (GPT_S,), {}, TypeError, "model must be a transformers GPT2LMHeadModel, got GPT"),
-    (gpt.GPT.from_hf, (None,), {}, TypeError, "model must be a transformers GPT2LMHeadModel, got NoneType"),
-    (gpt.GPT.from_hf, ("gpt2",), {}, TypeError, "model must be a transformers GPT2LMHeadModel, got str"),
-    (modern.ModernLM.from_hf, (MODERN_S,), {}, TypeError, "model must be a transformers LlamaForCausalLM"),
-    (modern.ModernLM.from_hf, (None,), {}, TypeError, "model must be a transformers LlamaForCausalLM"),
-    (modern.ModernLM.from_hf, ("meta-llama/Llama-2-7b",), {}, TypeError, "model must be a transformers LlamaForCausalLM"),
-    (bert_encoder.BertEncoder.from_hf, (BERT_ENC,), {}, TypeError, "model must be a transformers BertModel, got BertEncoder"),
-    (bert_encoder.BertEncoder.from_hf, (None,), {}, TypeError, "model must be a transformers BertModel, got NoneType"),
-    (bert_encoder.BertEncoder.from_hf, ("bert-base-uncased",), {}, TypeError, "model must be a transformers BertModel, got str"),
+    # interop: copying weights in
+    (interop.from_torch, (nn.Linear(4, 4),), {}, TypeError, "module must be a torch.nn.MultiheadAttention, "
+     "TransformerEncoderLayer, TransformerDecoderLayer, TransformerEncoder or TransformerDecoder, got Linear"),
+    (interop.from_torch, (MHA,), {}, TypeError, "got MultiHeadAttention"),
+    (interop.from_torch, (None,), {}, TypeError, "got NoneType"),
+    (interop.from_torch, (ENC,), {}, TypeError, "got Encoder"),
+    (interop.from_torch, (nn.MultiheadAttention(4, 2, kdim=3),), {}, ValueError, "kdim = vdim = embed_dim"),
+    (interop.from_torch, (nn.MultiheadAttention(4, 2, add_bias_kv=True),), {}, ValueError, "add_bias_kv=False"),
+    (interop.from_torch, (nn.TransformerEncoderLayer(4, 2, activation=nn.SiLU()),), {}, ValueError,
+     "module.activation: only relu, gelu and tanh-approximated gelu can be copied"),
+    (interop.from_torch, (nn.TransformerDecoderLayer(4, 2, activation=nn.SiLU()),), {}, ValueError,
+     "module.activation"),
+    (interop.from_hf, (GPT_S,), {}, TypeError, "model must be a transformers GPT2LMHeadModel, GPT2Model, "
+     "LlamaForCausalLM or BertModel, got GPT"),
+    (interop.from_hf, (None,), {}, TypeError, "got NoneType"),
+    (interop.from_hf, ("bert-base-uncased",), {}, TypeError, "got str"),
+    (interop.from_hf, (HF["roberta"],), {}, TypeError, "got RobertaModel"),
+    (interop.from_hf, (HF["decoder"],), {}, ValueError, "config.is_decoder=True is not supported (BertEncoder: False)"),
+    (interop.from_hf, (HF["relative"],), {}, ValueError, "config.position_embedding_type='relative_key' is not supported"),
+    (interop.copy_weights, (nn.Linear(2, 2), {"w.weight": torch.ones(2, 2)}, {"": "w"}), {}, ValueError,
+     "model: the weight 'w.bias' (for our 'bias') is missing"),
+    (interop.copy_weights, (nn.Linear(2, 2), {"w.weight": torch.ones(3, 2), "w.bias": torch.ones(2)}, {"": "w"}),
+     {}, ValueError, "model: 'w.weight' gives shape (3, 2), our 'weight' needs (2, 2)"),
+    (interop.copy_weights, (nn.Linear(2, 2), {"w.weight": torch.ones(2, 2), "w.bias": torch.ones(3)},
+                            {"": ("w", lambda t: t)}), {}, ValueError, "gives shape (3,)"),
     # every training entry point stops on a loss that cannot be computed
     (training.train, (BERT_S, [ONE_MASKED, NO_MASKED], bert.pretraining_loss), {"steps": 2, "progress": False},
      ValueError, "batch['mlm_labels'] has no position to predict"),
@@ -805,9 +822,9 @@ CASES = [
      {}, ValueError, "policy_chosen_logps must have shape (pairs,)"),
     (assistant.add_chat_tokens, (MODERN_S, 20), {}, TypeError,
      "model must be a course_lib GPT, got ModernLM"),
-    (assistant.add_chat_tokens, (gpt.GPT(11, 8, d_model=8, num_heads=2, num_layers=1), 11), {},
+    (assistant.add_chat_tokens, (gpt.GPT(configs.GPTConfig(11, 8, d_model=8, num_heads=2, num_layers=1)), 11), {},
      ValueError, "vocab_size must be larger than the model's 11 tokens, got 11"),
-    (assistant.add_chat_tokens, (gpt.GPT(11, 8, d_model=8, num_heads=2, num_layers=1), 12.0), {},
+    (assistant.add_chat_tokens, (gpt.GPT(configs.GPTConfig(11, 8, d_model=8, num_heads=2, num_layers=1)), 12.0), {},
      TypeError, "vocab_size must be an integer, got float"),
     (assistant.chat_batch, ([],), {}, ValueError, "rendered must be a non-empty list"),
     (assistant.chat_batch, (([1, 2], [True, False]),), {}, TypeError,
@@ -863,19 +880,30 @@ def _key(fn) -> str:
     return f"{fn.__module__}.{fn.__qualname__}"
 
 
-# Public callables with nothing to refuse, and why (they take no argument, or only hold data).
+# Public callables with nothing to refuse, and why (they take no argument, or only hold data, or
+# run inside a model whose forward has checked its input: validation happens at the door).
+_INNER = "an inner step run unchecked; its door is {}"
 EXEMPT = {
-    "course_lib.causal_attention.KVCache": "takes no argument",
-    "course_lib.causal_attention.KVCache.numel": "takes no argument",
-    "course_lib.causal_attention.LayerKVCache": "takes no argument",
+    "course_lib.nn.cache.KVCache": "takes no argument",
+    "course_lib.nn.norms.RMSNorm.extra_repr": "takes no argument (torch prints it)",
+    "course_lib.nn.cache.KVCache.numel": "takes no argument",
+    "course_lib.nn.cache.LayerKVCache": "takes no argument",
+    "course_lib.nn.cache.KVCache.layer": _INNER.format(
+        "GPT/ModernLM.forward ask for layer 0, 1, ..."
+    ),
+    "course_lib.nn.cache.LayerKVCache.append": _INNER.format("MultiHeadAttention.forward"),
+    "course_lib.nn.attention.MultiHeadAttention.split_heads": _INNER.format("forward"),
+    "course_lib.nn.attention.attend": _INNER.format("MultiHeadAttention.forward"),
+    "course_lib.nn.attention.causal_mask_from": _INNER.format("MultiHeadAttention.forward"),
+    "course_lib.nn.residual.residual": _INNER.format("EncoderLayer/DecoderLayer.forward"),
+    "course_lib.nn.rope.rotate": _INNER.format("rope_qk, the attention's hook"),
+    "course_lib.nn.rope.rope_qk": _INNER.format("ModernLM.forward"),
     "course_lib.pretrained.minilm_path": "takes no argument",
     "course_lib.pretrained.load_minilm": "takes no argument",
     "course_lib.pretrained.load_minilm_encoder": "takes no argument",
     "course_lib.pretrained.load_minilm_mlm": "takes no argument",
     "course_lib.data.language_modeling.lm_documents": "takes no argument",
     "course_lib.data.pretraining.load_pretraining_corpus": "takes no argument",
-    "course_lib.models.configs.TinyBertConfig.as_dict": "takes no argument",
-    "course_lib.models.configs.TinyBertTraining.as_dict": "takes no argument",
     "course_lib.training.TrainingLog": "result record of train(); holds data, validates nothing",
     "course_lib.models.bert_encoder.BertEncoderOutput": "result record of BertEncoder.forward",
     "course_lib.data.language_modeling.LMCorpus": "result record of lm_corpus()",
@@ -897,11 +925,12 @@ def _public_callables() -> list[str]:
     import pkgutil
 
     import course_lib.data
-    import course_lib.layers
+    import course_lib.interop
     import course_lib.models
+    import course_lib.nn
 
-    names = ["course_lib.causal_attention", "course_lib.pretrained", "course_lib.training"]
-    for pkg in (course_lib.layers, course_lib.models, course_lib.data):
+    names = ["course_lib.configs", "course_lib.pretrained", "course_lib.training"]
+    for pkg in (course_lib.nn, course_lib.interop, course_lib.models, course_lib.data):
         names += [m.name for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")]
     found = []
     for name in names:

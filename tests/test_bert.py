@@ -7,12 +7,14 @@ import torch
 import torch.nn.functional as F
 
 import course_lib
+from course_lib.configs import TinyBertConfig
 from course_lib.data.pretraining import IGNORE_INDEX
 from course_lib.models.bert import (
     TinyBert,
     bert_parameter_count,
     pretraining_accuracy,
     pretraining_loss,
+    pretraining_losses,
 )
 
 
@@ -80,13 +82,15 @@ def small_batch(vocab=50, batch=3, n=10):
 
 
 def test_shapes_and_tied_head():
-    model = TinyBert(50, d_model=16, num_layers=2, num_heads=4, d_ff=32, max_len=12, dropout=0.0)
+    model = TinyBert(
+        TinyBertConfig(50, d_model=16, num_layers=2, num_heads=4, d_ff=32, max_len=12, dropout=0.0)
+    )
     b = small_batch()
     hidden = model(b["input_ids"], b["segment_ids"], b["attention_mask"])
     assert hidden.shape == (3, 10, 16)
     assert model.mlm_logits(hidden).shape == (3, 10, 50)
     assert model.nsp_logits(hidden).shape == (3, 2)
-    assert len(model.attn_weights) == 2 and model.attn_weights[0].shape == (3, 4, 10, 10)
+    assert len(model.attention_weights) == 2 and model.attention_weights[0].shape == (3, 4, 10, 10)
     # Tied: the MLM output matrix *is* the token embedding (no separate (vocab, d) weight).
     names = [n for n, p in model.named_parameters() if p.shape == (50, 16)]
     assert names == ["token_embedding.weight"]
@@ -96,17 +100,21 @@ def test_shapes_and_tied_head():
 
 
 def test_padding_is_not_attended_and_does_not_change_real_positions():
-    model = TinyBert(50, d_model=16, num_layers=2, num_heads=4, max_len=12, dropout=0.0).eval()
+    model = TinyBert(
+        TinyBertConfig(50, d_model=16, num_layers=2, num_heads=4, max_len=12, dropout=0.0)
+    ).eval()
     b = small_batch()
     hidden = model(b["input_ids"], b["segment_ids"], b["attention_mask"])
-    assert (model.attn_weights[0][0, :, :, 7:] == 0).all()
+    assert (model.attention_weights[0][0, :, :, 7:] == 0).all()
     # The first sequence alone, without its padding, gives the same vectors.
     alone = model(b["input_ids"][:1, :7], b["segment_ids"][:1, :7])
     torch.testing.assert_close(alone[0], hidden[0, :7], atol=1e-5, rtol=1e-5)
 
 
 def test_segments_and_positions_matter():
-    model = TinyBert(50, d_model=16, num_layers=1, num_heads=2, max_len=12, dropout=0.0).eval()
+    model = TinyBert(
+        TinyBertConfig(50, d_model=16, num_layers=1, num_heads=2, max_len=12, dropout=0.0)
+    ).eval()
     b = small_batch()
     ids, segs = b["input_ids"][1:], b["segment_ids"][1:]
     h = model(ids, segs)
@@ -119,9 +127,12 @@ def test_segments_and_positions_matter():
 
 
 def test_loss_is_mlm_plus_nsp_by_hand():
-    model = TinyBert(50, d_model=16, num_layers=1, num_heads=2, max_len=12, dropout=0.0).eval()
+    model = TinyBert(
+        TinyBertConfig(50, d_model=16, num_layers=1, num_heads=2, max_len=12, dropout=0.0)
+    ).eval()
     b = small_batch()
-    loss, (mlm, nsp) = pretraining_loss(model, b, return_parts=True)
+    loss = pretraining_loss(model, b)
+    mlm, nsp = (part.item() for part in pretraining_losses(model, b))
     hidden = model(b["input_ids"], b["segment_ids"], b["attention_mask"])
     logits = model.mlm_logits(hidden)
     picked = b["mlm_labels"] != IGNORE_INDEX
@@ -136,7 +147,9 @@ def test_loss_is_mlm_plus_nsp_by_hand():
 
 
 def test_a_few_steps_learn_a_batch():
-    model = TinyBert(50, d_model=32, num_layers=1, num_heads=4, max_len=12, dropout=0.0)
+    model = TinyBert(
+        TinyBertConfig(50, d_model=32, num_layers=1, num_heads=4, max_len=12, dropout=0.0)
+    )
     b = small_batch()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     first = pretraining_loss(model, b).item()
@@ -149,7 +162,7 @@ def test_a_few_steps_learn_a_batch():
 
 
 def test_errors():
-    model = TinyBert(50, d_model=16, num_layers=1, num_heads=2, max_len=8)
+    model = TinyBert(TinyBertConfig(50, d_model=16, num_layers=1, num_heads=2, max_len=8))
     with pytest.raises(ValueError, match="max_len=8 position embeddings"):
         model(torch.ones(1, 9, dtype=torch.long))
     with pytest.raises(ValueError, match=r"input_ids must have shape \(batch, n\)"):
@@ -157,7 +170,9 @@ def test_errors():
     with pytest.raises(ValueError, match="segment_ids must have the shape of input_ids"):
         model(torch.ones(1, 5, dtype=torch.long), torch.zeros(1, 4, dtype=torch.long))
     with pytest.raises(TypeError, match="vocab_size must be an integer"):
-        TinyBert(np.float64(3.0))
+        TinyBertConfig(np.float64(3.0))
+    with pytest.raises(TypeError, match="config must be a TinyBertConfig"):
+        TinyBert(50)
 
 
 def test_fill_in_masks_the_word_and_reads_the_mlm_head_there():
@@ -168,7 +183,9 @@ def test_fill_in_masks_the_word_and_reads_the_mlm_head_there():
     texts = ["The return value is a new list.", "Raise an error if the file is missing."] * 3
     tok = train_bpe(texts, 80, special_tokens=SPECIAL_TOKENS, unk_token="[UNK]", lowercase=True)
     torch.manual_seed(0)
-    model = TinyBert(len(tok), d_model=16, num_layers=1, num_heads=2, d_ff=32, max_len=20)
+    model = TinyBert(
+        TinyBertConfig(len(tok), d_model=16, num_layers=1, num_heads=2, d_ff=32, max_len=20)
+    )
     masked, guesses = fill_in(model, tok, "The return value is a new list.", "list", top_k=4)
     assert masked == "The return value is a new [MASK]."
     assert len(guesses) == 4 and [p for _, p in guesses] == sorted(p for _, p in guesses)[::-1]
@@ -188,3 +205,10 @@ def test_fill_in_masks_the_word_and_reads_the_mlm_head_there():
         fill_in(model, tok, "The return value is a new list.", "lists")
     with pytest.raises(TypeError, match="text must be a str"):
         fill_in(model, tok, 3, "list")
+    # the whole word after a space is masked, not the first place its letters appear
+    masked, _ = fill_in(model, tok, "Return a newlist or a list.", "list")
+    assert masked == "Return a newlist or a [MASK]."
+    # and the model is given back in the mode it had
+    model.train()
+    fill_in(model, tok, "The return value is a new list.", "list")
+    assert model.training

@@ -4,9 +4,11 @@ import pytest
 import torch
 from transformers import BertConfig, BertModel
 
-from course_lib.layers.feedforward import ACTIVATIONS
-from course_lib.models.bert_encoder import BertEncoder, BertEncoderConfig, without_heads
+from course_lib.configs import BertEncoderConfig
+from course_lib.interop import from_hf
+from course_lib.models.bert_encoder import BertEncoder, without_heads
 from course_lib.models.mlm_head import MlmHead
+from course_lib.nn.feedforward import ACTIVATIONS
 from course_lib.pretrained import load_minilm
 
 PAIRS = [
@@ -54,7 +56,7 @@ def minilm():
 
 def test_from_hf_reproduces_minilm_on_padded_sentence_pairs(minilm):
     tokenizer, model = minilm
-    ours = BertEncoder.from_hf(model)
+    ours = from_hf(model)
     enc = tokenizer([a for a, _ in PAIRS], [b for _, b in PAIRS], padding=True,
                     return_tensors="pt")  # fmt: skip
     assert (enc["attention_mask"] == 0).any() and (enc["token_type_ids"] == 1).any()
@@ -72,11 +74,11 @@ def test_from_hf_reproduces_minilm_on_padded_sentence_pairs(minilm):
 def test_from_hf_reproduces_random_configs(kwargs):
     torch.manual_seed(0)
     hf = BertModel(BertConfig(attn_implementation="eager", **kwargs)).eval()
-    ours = BertEncoder.from_hf(hf)
+    ours = from_hf(hf)
     assert ours.config.hidden_act == kwargs.get("hidden_act", "gelu")
     assert ours.config.layer_norm_eps == kwargs.get("layer_norm_eps", 1e-12)
     assert ours.encoder.layers[0].norm1.eps == kwargs.get("layer_norm_eps", 1e-12)
-    assert ours.encoder.layers[0].activation == kwargs.get("hidden_act", "gelu")
+    assert ours.encoder.layers[0].ffn.activation == kwargs.get("hidden_act", "gelu")
     ids = torch.randint(1, kwargs["vocab_size"], (4, 11))
     types = torch.zeros_like(ids)
     types[:, 6:] = 1
@@ -120,7 +122,7 @@ def test_bad_inputs_name_the_argument():
     with pytest.raises(ValueError, match="hidden_act"):
         BertEncoderConfig(hidden_act="swish")
     with pytest.raises(TypeError, match="BertModel"):
-        BertEncoder.from_hf(torch.nn.Linear(2, 2))
+        from_hf(torch.nn.Linear(2, 2))
     ours = BertEncoder(BertEncoderConfig(vocab_size=10, hidden_size=8, num_hidden_layers=1,
                                          num_attention_heads=2, intermediate_size=8,
                                          max_position_embeddings=5))  # fmt: skip
@@ -157,7 +159,7 @@ def test_without_heads_matches_transformers_with_that_heads_output_zeroed():
     torch.manual_seed(0)
     cfg = BertConfig(attn_implementation="eager", **RANDOM_CONFIGS[0])
     hf = BertModel(cfg).eval()
-    ours = BertEncoder.from_hf(hf)
+    ours = from_hf(hf)
     ablated = without_heads(ours, [(1, 2), (0, 0)])
     d = cfg.hidden_size // cfg.num_attention_heads
     with torch.no_grad():  # the reference: transformers, W_O's columns of those heads zeroed
@@ -231,3 +233,16 @@ def test_shipped_mlm_head_fills_most_technical_blanks():
     assert sum(hits) >= MIN_TECHNICAL_HITS, hits
     test = load_minilm_mlm()[3]["history"][-1]["test"]
     assert test["content_top5"] > 2 * test["baseline_content_top5"]
+
+
+def test_from_hf_refuses_models_it_would_copy_wrong():
+    # RoBERTa (other position ids) and a BERT used as a decoder (causal) give other numbers: the
+    # copy must refuse them, not run them as BERT.
+    from transformers import RobertaConfig, RobertaModel
+
+    small = dict(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                 intermediate_size=16, max_position_embeddings=16)  # fmt: skip
+    with pytest.raises(TypeError, match="got RobertaModel"):
+        from_hf(RobertaModel(RobertaConfig(**small)))
+    with pytest.raises(ValueError, match="config.is_decoder=True is not supported"):
+        from_hf(BertModel(BertConfig(**small, is_decoder=True)))

@@ -35,6 +35,7 @@ from course_lib.bleu import (
     geometric_mean,
     modified_precision,
     ngram_counts,
+    references_from_streams,
     sentence_bleu,
     tokenize_13a,
     tokenize_for_bleu,
@@ -480,7 +481,7 @@ def test_bad_input_messages():
         match=r"smooth_method must be one of \['none', 'floor', 'add-k', 'exp'\], got 'laplace'",
     ):
         corpus_bleu(["a"], ["a"], smooth_method="laplace")
-    with pytest.raises(ValueError, match="smooth_value must be >= 0, got -1"):
+    with pytest.raises(ValueError, match="smooth_value must be a finite number >= 0, got -1"):
         corpus_bleu(["a"], ["a"], smooth_method="floor", smooth_value=-1)
     with pytest.raises(ValueError, match="tokenize must be one of"):
         corpus_bleu(["a"], ["a"], tokenize="intl")
@@ -564,3 +565,23 @@ def test_nltk_unsmoothed_zero_order_is_tiny_not_zero():
         theirs = nltk_corpus_bleu([[ref]], [hyp])
     ours = corpus_bleu(["a b c d"], ["a b x d"], smooth_method="none", tokenize="none")
     assert ours.score == 0.0 and 0.0 < theirs < 1e-100
+
+
+def test_square_corpus_is_read_per_hypothesis_and_streams_have_a_converter():
+    # 3 sentences with 3 references each: the documented per-hypothesis form, never "guessed"
+    # to be sacrebleu's streams (issue 28: it used to be refused).
+    hyps = ["the cat sat on the mat", "a dog ran", "it is raining today"]
+    refs = [
+        ["the cat sat on the mat", "a cat sat on a mat", "the cat is on the mat"],
+        ["the dog ran", "a dog runs", "one dog ran away"],
+        ["it rains today", "it is raining now", "today it is raining"],
+    ]
+    ours = corpus_bleu(hyps, refs)
+    assert_same(ours, sacre(hyps, refs))
+    streams = to_streams(refs)  # sacrebleu's layout, converted explicitly
+    assert references_from_streams(streams) == refs
+    assert_same(
+        corpus_bleu(hyps, references_from_streams(streams)), sacrebleu.corpus_bleu(hyps, streams)
+    )
+    ragged = [["a b c"], ["d e f", "d e g"]]  # None fills the shorter sentence's stream
+    assert references_from_streams(to_streams(ragged)) == ragged

@@ -1,13 +1,14 @@
-"""CausalSelfAttention and its KV cache, against torch's scaled_dot_product_attention."""
+"""MultiHeadAttention as GPT's and ModernLM's causal self-attention (grouped KV heads, the
+qk_transform hook, the KV cache), against torch's scaled_dot_product_attention."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from course_lib import CausalSelfAttention, KVCache, LayerKVCache, causal_mask_from, repeat_kv
+from course_lib import KVCache, LayerKVCache, MultiHeadAttention, causal_mask_from, repeat_kv
 
 
-def _reference(attn: CausalSelfAttention, x: torch.Tensor) -> torch.Tensor:
+def _reference(attn: MultiHeadAttention, x: torch.Tensor) -> torch.Tensor:
     """torch's fused attention (is_causal, enable_gqa) with the module's own projections."""
     b, n, _ = x.shape
     hs = attn.d_head
@@ -21,32 +22,34 @@ def _reference(attn: CausalSelfAttention, x: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize(("heads", "kv_heads", "bias"), [(4, 4, True), (4, 2, False), (6, 1, True)])
 def test_matches_torch_sdpa_including_gqa(heads, kv_heads, bias):
     torch.manual_seed(0)
-    attn = CausalSelfAttention(24, heads, kv_heads, bias=bias).eval()
+    attn = MultiHeadAttention(24, heads, kv_heads, bias=bias).eval()
     x = torch.randn(3, 9, 24)
-    torch.testing.assert_close(attn(x), _reference(attn, x), rtol=0, atol=1e-6)
+    torch.testing.assert_close(attn(x, causal=True), _reference(attn, x), rtol=0, atol=1e-6)
     assert attn.w_k.out_features == kv_heads * 24 // heads
 
 
 def test_future_tokens_do_not_change_the_past():
     torch.manual_seed(1)
-    attn = CausalSelfAttention(16, 2).eval()
+    attn = MultiHeadAttention(16, 2).eval()
     x = torch.randn(1, 8, 16)
     y = x.clone()
     y[:, 5:] = torch.randn(1, 3, 16)
-    torch.testing.assert_close(attn(x)[:, :5], attn(y)[:, :5], rtol=0, atol=0)
-    assert not torch.allclose(attn(x)[:, 5:], attn(y)[:, 5:])
+    torch.testing.assert_close(
+        attn(x, causal=True)[:, :5], attn(y, causal=True)[:, :5], rtol=0, atol=0
+    )
+    assert not torch.allclose(attn(x, causal=True)[:, 5:], attn(y, causal=True)[:, 5:])
 
 
 @pytest.mark.parametrize("kv_heads", [4, 2, 1])
 def test_cache_token_by_token_equals_full_sequence(kv_heads):
     torch.manual_seed(2)
-    attn = CausalSelfAttention(32, 4, kv_heads).eval()
+    attn = MultiHeadAttention(32, 4, kv_heads).eval()
     x = torch.randn(2, 10, 32)
-    full = attn(x)
+    full = attn(x, causal=True)
     cache = LayerKVCache()
-    parts = [attn(x[:, :4], cache)]  # a prompt of 4, then one token at a time
+    parts = [attn(x[:, :4], causal=True, cache=cache)]  # a prompt of 4, then one token at a time
     for t in range(4, 10):
-        parts.append(attn(x[:, t : t + 1], cache))
+        parts.append(attn(x[:, t : t + 1], causal=True, cache=cache))
     torch.testing.assert_close(torch.cat(parts, dim=1), full, rtol=0, atol=1e-6)
     # the cache keeps kv_heads heads (GQA's memory saving), not num_heads
     assert cache.keys.shape == (2, kv_heads, 10, 8) and len(cache) == 10
@@ -61,24 +64,39 @@ def test_qk_transform_gets_absolute_positions_with_and_without_cache():
         return q * torch.cos(angle) + 0.5, k * torch.sin(angle + 1.0)
 
     torch.manual_seed(3)
-    attn = CausalSelfAttention(16, 4, 2, qk_transform=rotate_by_position).eval()
+    attn = MultiHeadAttention(16, 4, 2, qk_transform=rotate_by_position).eval()
     x = torch.randn(1, 7, 16)
-    full = attn(x)
+    full = attn(x, causal=True)
     cache = LayerKVCache()
-    step = torch.cat([attn(x[:, :3], cache), attn(x[:, 3:5], cache), attn(x[:, 5:], cache)], 1)
+    step = torch.cat(
+        [
+            attn(x[:, :3], causal=True, cache=cache),
+            attn(x[:, 3:5], causal=True, cache=cache),
+            attn(x[:, 5:], causal=True, cache=cache),
+        ],
+        1,
+    )
     torch.testing.assert_close(step, full, rtol=0, atol=1e-6)
     assert seen == [list(range(7)), [0, 1, 2], [3, 4], [5, 6]]
-    no_hook = CausalSelfAttention(16, 4, 2).eval()
+    no_hook = MultiHeadAttention(16, 4, 2).eval()
     no_hook.load_state_dict(attn.state_dict())
-    assert not torch.allclose(no_hook(x), full)
+    assert not torch.allclose(no_hook(x, causal=True), full)
 
 
 def test_causal_mask_from_and_repeat_kv():
     expected = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.bool)
     assert torch.equal(causal_mask_from(2, 2), expected)
     assert torch.equal(causal_mask_from(0, 3), torch.ones(3, 3, dtype=torch.bool).tril())
-    x = torch.arange(2 * 3).reshape(1, 2, 3, 1)
-    assert repeat_kv(x, 2)[0, :, :, 0].tolist() == [[0, 1, 2], [0, 1, 2], [3, 4, 5], [3, 4, 5]]
+    x = torch.arange(2 * 3).reshape(1, 2, 3, 1)  # numpy's repeat_kv == the attention's repeat
+    assert repeat_kv(x.numpy(), 2)[0, :, :, 0].tolist() == [
+        [0, 1, 2],
+        [0, 1, 2],
+        [3, 4, 5],
+        [3, 4, 5],
+    ]
+    assert torch.equal(
+        x.repeat_interleave(2, dim=1), torch.as_tensor(repeat_kv(x.numpy(), 2)).long()
+    )
 
 
 def test_kv_cache_layers_length_and_numel():
@@ -87,10 +105,11 @@ def test_kv_cache_layers_length_and_numel():
     cache.layer(0).append(torch.zeros(1, 2, 5, 4), torch.zeros(1, 2, 5, 4))
     cache.layer(1).append(torch.zeros(1, 2, 5, 4), torch.zeros(1, 2, 5, 4))
     assert len(cache) == 5 and cache.numel() == 2 * 2 * 5 * 2 * 4
-    with pytest.raises(IndexError, match="layer 3"):
-        cache.layer(3)
-    with pytest.raises(ValueError, match="do not fit"):
-        cache.layer(0).append(torch.zeros(2, 2, 1, 4), torch.zeros(2, 2, 1, 4))
+    with pytest.raises(ValueError, match="cache holds 2 layers but the model has 3"):
+        cache.check_fits(3, 1, 2, 4)
+    with pytest.raises(ValueError, match="this call needs batch=2"):
+        cache.check_fits(2, 2, 2, 4)
+    cache.check_fits(2, 1, 2, 4)  # the model that filled it
 
 
 @pytest.mark.parametrize(
@@ -105,9 +124,9 @@ def test_kv_cache_layers_length_and_numel():
 )
 def test_bad_arguments(kwargs, error, match):
     with pytest.raises(error, match=match):
-        CausalSelfAttention(**kwargs)
+        MultiHeadAttention(**kwargs)
 
 
 def test_bad_input_shape():
-    with pytest.raises(ValueError, match=r"x must have shape \(batch, n, d_model=8\)"):
-        CausalSelfAttention(8, 2)(torch.zeros(2, 3, 6))
+    with pytest.raises(ValueError, match=r"query must have shape \(batch, n, d_model=8\)"):
+        MultiHeadAttention(8, 2)(torch.zeros(2, 3, 6), causal=True)

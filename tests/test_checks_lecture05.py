@@ -78,8 +78,8 @@ def test_layer_norm_names_the_mistake(mistake, answer, hint):
 
 
 def post_ln_decoder(x, memory, layer, self_mask, memory_mask):
-    x = layer.norm1(x + layer.self_attn(x, x, x, self_mask)[0])
-    x = layer.norm2(x + layer.cross_attn(x, memory, memory, memory_mask)[0])
+    x = layer.norm1(x + layer.self_attn(x, x, x, self_mask))
+    x = layer.norm2(x + layer.cross_attn(x, memory, memory, memory_mask))
     return layer.norm3(x + layer.ffn(x))
 
 
@@ -122,16 +122,16 @@ def _decoder_wrong(variant):
             return layer(x, memory, self_mask, memory_mask)
         if variant == "pre":
             y = layer.norm1(x)
-            x = x + layer.self_attn(y, y, y, self_mask)[0]
-            x = x + layer.cross_attn(layer.norm2(x), memory, memory, memory_mask)[0]
+            x = x + layer.self_attn(y, y, y, self_mask)
+            x = x + layer.cross_attn(layer.norm2(x), memory, memory, memory_mask)
             return x + layer.ffn(layer.norm3(x))
         if variant == "self twice":
-            x = layer.norm1(x + layer.self_attn(x, x, x, self_mask)[0])
-            x = layer.norm2(x + layer.cross_attn(x, x, x)[0])
+            x = layer.norm1(x + layer.self_attn(x, x, x, self_mask))
+            x = layer.norm2(x + layer.cross_attn(x, x, x))
             return layer.norm3(x + layer.ffn(x))
         if variant == "queries from memory":
-            x = layer.norm1(x + layer.self_attn(x, x, x, self_mask)[0])
-            x = layer.norm2(x + layer.cross_attn(memory, x, x)[0])
+            x = layer.norm1(x + layer.self_attn(x, x, x, self_mask))
+            x = layer.norm2(x + layer.cross_attn(memory, x, x))
             return layer.norm3(x + layer.ffn(x))
         if variant == "no self mask":
             return post_ln_decoder(x, memory, layer, None, memory_mask)
@@ -175,12 +175,12 @@ def test_post_ln_decoder_names_the_mistake(mistake, answer, hint):
 
 def pre_ln(x, layer, mask=None):
     y = layer.norm1(x)
-    x = x + layer.self_attn(y, y, y, mask)[0]
+    x = x + layer.self_attn(y, y, y, mask)
     return x + layer.ffn(layer.norm2(x))
 
 
 def pre_ln_loop(x, layer, mask=None):  # the two sublayers as a loop over (norm, sublayer)
-    subs = [(layer.norm1, lambda y: layer.self_attn(y, y, y, mask)[0]), (layer.norm2, layer.ffn)]
+    subs = [(layer.norm1, lambda y: layer.self_attn(y, y, y, mask)), (layer.norm2, layer.ffn)]
     for norm, sub in subs:
         x = x + sub(norm(x))
     return x
@@ -192,13 +192,13 @@ def _pre_wrong(variant):
         if variant == "call":
             return layer(x, mask)
         if variant == "queries only":
-            x1 = x + layer.self_attn(y, x, x, mask)[0]
+            x1 = x + layer.self_attn(y, x, x, mask)
         elif variant == "normalised residual":
-            x1 = y + layer.self_attn(y, y, y, mask)[0]
+            x1 = y + layer.self_attn(y, y, y, mask)
         elif variant == "no mask":
-            x1 = x + layer.self_attn(y, y, y)[0]
+            x1 = x + layer.self_attn(y, y, y)
         else:
-            x1 = x + layer.self_attn(y, y, y, mask)[0]
+            x1 = x + layer.self_attn(y, y, y, mask)
         out = x1 + layer.ffn(layer.norm2(x1))
         return layer.norm2(out) if variant == "final norm" else out
 

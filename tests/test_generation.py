@@ -7,6 +7,7 @@ import torch
 
 from course_lib import (
     GPT,
+    GPTConfig,
     KVCache,
     generate,
     next_token,
@@ -107,7 +108,7 @@ def test_sampling_frequencies_follow_the_filtered_distribution():
 @pytest.fixture(scope="module")
 def model():
     torch.manual_seed(0)
-    return GPT(vocab_size=50, max_len=24, d_model=32, num_heads=4, num_layers=2).eval()
+    return GPT(GPTConfig(vocab_size=50, max_len=24, d_model=32, num_heads=4, num_layers=2)).eval()
 
 
 @pytest.mark.parametrize("prompt_len", [1, 5])
@@ -166,7 +167,7 @@ def test_model_is_left_in_its_mode_and_the_cache_is_filled(model):
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"temperature": -0.1}, ValueError, "temperature must be >= 0"),
+        ({"temperature": -0.1}, ValueError, "temperature must be a finite number >= 0"),
         ({"top_k": 0}, ValueError, "top_k must be >= 1"),
         ({"top_p": 0.0}, ValueError, "top_p"),
         ({"top_p": 1.5}, ValueError, "top_p"),
@@ -184,9 +185,9 @@ def test_generate_bad_arguments(model, kwargs, error, match):
 
 
 def test_next_token_table_is_the_softmax_of_the_last_position(model):
-    tok = train_bpe(["ab ba abba " * 20], 50, byte_level=True)
+    tok = train_bpe(["ab ba abba " * 20], 260, byte_level=True)  # 256 bytes + 4 merges
     with torch.no_grad():
-        tok_model = GPT(len(tok), 16, 16, 2, 1).eval()
+        tok_model = GPT(GPTConfig(len(tok), 16, 16, 2, 1)).eval()
     table = next_token_table(tok_model, tok, "ab ba", k=3)
     probs = torch.softmax(tok_model(torch.tensor([tok.encode("ab ba")]))[0, -1], -1)
     top = probs.topk(3)
@@ -194,3 +195,19 @@ def test_next_token_table_is_the_softmax_of_the_last_position(model):
     assert [p for _, p in table] == pytest.approx(top.values.tolist(), rel=1e-5)
     with pytest.raises(ValueError, match="prompt"):
         next_token_table(tok_model, tok, "", k=3)
+
+
+def test_a_tiny_top_p_keeps_the_most_probable_token(model):
+    # The docstring's promise: the most probable token is always kept, however small p is.
+    logits = _logits([0.5, 0.3, 0.2])
+    assert _kept(top_p_filter(logits, 1e-12)) == [0]
+    ids = torch.tensor([[1, 2, 3]])
+    sampled = generate(model, ids, 5, top_p=1e-12, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(sampled, generate(model, ids, 5, temperature=0))  # top token = greedy
+
+
+def test_nan_in_nan_out():
+    # NaN in -> NaN out (torch's convention, CONTRIBUTING.md): the filters do not raise on it.
+    logits = torch.tensor([[0.0, float("nan"), 1.0]])
+    assert torch.isnan(top_k_filter(logits, 3)).any()
+    assert torch.isnan(logits / 2.0).any()  # what next_token hands to softmax

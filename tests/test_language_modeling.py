@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from course_lib import GPT
+from course_lib import GPT, GPTConfig
 from course_lib.data.language_modeling import (
     END_OF_TEXT,
     bits_per_char,
@@ -75,7 +75,7 @@ def test_random_windows_are_consecutive_slices():
 
 def test_evaluate_lm_predicts_every_token_but_the_first_once():
     torch.manual_seed(0)
-    model = GPT(20, 8, 16, 2, 1).eval()
+    model = GPT(GPTConfig(20, 8, 16, 2, 1)).eval()
     ids = torch.randint(0, 20, (19,))
     total = 0.0
     for start in (0, 8, 16):  # blocks of 8 predictions: 8 + 8 + 2 = 18 targets

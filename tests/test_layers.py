@@ -17,6 +17,7 @@ from course_lib import (
     residual,
     transformer_parameter_count,
 )
+from course_lib.interop import from_torch
 
 TOL = 1e-6
 
@@ -43,14 +44,15 @@ def test_mha_from_torch_reproduces_outputs_and_per_head_weights(bias, cross, use
     d, h, batch, n_q = 16, 4, 3, 5
     n_k = 7 if cross else n_q
     ref = _randomize(nn.MultiheadAttention(d, h, bias=bias, batch_first=True).double())
-    ours = MultiHeadAttention.from_torch(ref)
+    ours = from_torch(ref)
     q = torch.randn(batch, n_q, d, dtype=torch.float64)
     kv = torch.randn(batch, n_k, d, dtype=torch.float64) if cross else q
     mask = kpm = None
     if use_padding:
         mask = torch.as_tensor(padding_mask(np.array([n_k, 2, n_k - 1]), n_k))  # (batch, 1, n_k)
         kpm = ~mask[:, 0]  # torch: True = padding, the opposite convention
-    out, w = ours(q, kv, kv, mask)
+    out = ours(q, kv, kv, mask)
+    w = ours.attention_weights
     ref_out, ref_w = ref(q, kv, kv, key_padding_mask=kpm, average_attn_weights=False)
     assert out.shape == (batch, n_q, d) and w.shape == (batch, h, n_q, n_k)
     assert _max_diff(out, ref_out) < TOL
@@ -64,15 +66,17 @@ def test_mha_masks_2d_3d_4d_agree():
     mha = MultiHeadAttention(d, h).double()
     x = torch.randn(2, 4, d, dtype=torch.float64)
     causal = torch.ones(4, 4, dtype=torch.bool).tril()
-    out2, w2 = mha(x, x, x, causal)
-    out3, w3 = mha(x, x, x, causal.expand(2, 4, 4))
-    out4, w4 = mha(x, x, x, causal.expand(2, h, 4, 4))
+    out2, w2 = mha(x, x, x, causal), mha.attention_weights
+    out3, w3 = mha(x, x, x, causal.expand(2, 4, 4)), mha.attention_weights
+    out4, w4 = mha(x, x, x, causal.expand(2, h, 4, 4)), mha.attention_weights
+    out5, w5 = mha(x, causal=True), mha.attention_weights  # GPT's call: the same numbers
+    assert torch.equal(out2, out5) and torch.equal(w2, w5)
     assert torch.equal(out2, out3) and torch.equal(out2, out4)
     assert torch.equal(w2, w4) and torch.equal(w3, w4)
     assert torch.all(w2.triu(1) == 0)
     # torch's SDPA uses the same convention (True = may attend).
     ref = torch.nn.functional.scaled_dot_product_attention(
-        mha._split(mha.w_q(x)), mha._split(mha.w_k(x)), mha._split(mha.w_v(x)), attn_mask=causal
+        *(mha.split_heads(w(x), h) for w in (mha.w_q, mha.w_k, mha.w_v)), attn_mask=causal
     )
     ref = mha.w_o(ref.transpose(1, 2).reshape(2, 4, d))
     assert _max_diff(out2, ref) < 1e-12
@@ -106,10 +110,10 @@ def test_mha_errors_name_the_shapes():
 
 
 def test_mha_from_torch_refuses_other_modules():
-    with pytest.raises(TypeError, match="module must be a torch.nn.MultiheadAttention"):
-        MultiHeadAttention.from_torch(nn.Linear(4, 4))
+    with pytest.raises(TypeError, match="module must be a torch.nn.MultiheadAttention, Trans"):
+        from_torch(nn.Linear(4, 4))
     with pytest.raises(ValueError, match="kdim = vdim = embed_dim"):
-        MultiHeadAttention.from_torch(nn.MultiheadAttention(4, 2, kdim=3, batch_first=True))
+        from_torch(nn.MultiheadAttention(4, 2, kdim=3, batch_first=True))
 
 
 # --------------------------------------------------------------------------- layers
@@ -122,7 +126,7 @@ def test_encoder_layer_from_torch(norm_first, bias):
     ref = nn.TransformerEncoderLayer(d, h, ff, dropout=0.0, batch_first=True,
                                      norm_first=norm_first, bias=bias).double()  # fmt: skip
     _randomize(ref)
-    ours = EncoderLayer.from_torch(ref)
+    ours = from_torch(ref)
     assert ours.norm_first == norm_first and ours.d_ff == ff
     x = torch.randn(3, 6, d, dtype=torch.float64)
     mask = torch.as_tensor(padding_mask(np.array([6, 3, 5]), 6))
@@ -130,14 +134,14 @@ def test_encoder_layer_from_torch(norm_first, bias):
     ref_out = ref(x, src_key_padding_mask=~mask[:, 0])
     out = ours(x, mask)
     assert _max_diff(out, ref_out) < TOL
-    assert ours.attn_weights.shape == (3, h, 6, 6)
+    assert ours.attention_weights.shape == (3, h, 6, 6)
     assert _max_diff(ours(x), ref(x)) < TOL
 
 
 def test_encoder_layer_post_ln_is_the_notes_formula():
     layer = _randomize(EncoderLayer(8, 2).double())
     x = torch.randn(2, 5, 8, dtype=torch.float64)
-    mha, _ = layer.self_attn(x, x, x)
+    mha = layer.self_attn(x, x, x)
     x1 = nn.functional.layer_norm(x + mha, (8,), layer.norm1.weight, layer.norm1.bias)
     ffn = layer.ffn.linear2(torch.relu(layer.ffn.linear1(x1)))
     x2 = nn.functional.layer_norm(x1 + ffn, (8,), layer.norm2.weight, layer.norm2.bias)
@@ -151,7 +155,7 @@ def test_decoder_layer_from_torch(norm_first):
     ref = nn.TransformerDecoderLayer(d, h, 32, dropout=0.0, batch_first=True,
                                      norm_first=norm_first).double()  # fmt: skip
     _randomize(ref)
-    ours = DecoderLayer.from_torch(ref)
+    ours = from_torch(ref)
     x = torch.randn(2, n, d, dtype=torch.float64)
     memory = torch.randn(2, n_mem, d, dtype=torch.float64)
     src = torch.as_tensor(padding_mask(np.array([7, 4]), n_mem))
@@ -161,10 +165,10 @@ def test_decoder_layer_from_torch(norm_first):
                   memory_key_padding_mask=~src[:, 0])  # fmt: skip
     out = ours(x, memory, self_mask=tgt, memory_mask=src)
     assert _max_diff(out, ref_out) < TOL
-    assert ours.self_attn_weights.shape == (2, h, n, n)
-    assert ours.cross_attn_weights.shape == (2, h, n, n_mem)
-    assert torch.all(ours.self_attn_weights.triu(1) == 0)  # causal by default
-    assert torch.all(ours.cross_attn_weights[1, :, :, 4:] == 0)
+    assert ours.self_attention_weights.shape == (2, h, n, n)
+    assert ours.cross_attention_weights.shape == (2, h, n, n_mem)
+    assert torch.all(ours.self_attention_weights.triu(1) == 0)  # causal by default
+    assert torch.all(ours.cross_attention_weights[1, :, :, 4:] == 0)
     # Without explicit masks: still causal, like torch with tgt_is_causal.
     ref_plain = ref(x, memory, tgt_mask=causal_masked_out, tgt_is_causal=True)
     assert _max_diff(ours(x, memory), ref_plain) < TOL
@@ -180,7 +184,7 @@ def test_stacks_from_torch(norm_first):
     ref_enc = nn.TransformerEncoder(enc_layer, 3, norm=final, enable_nested_tensor=False).double()
     ref_dec = nn.TransformerDecoder(dec_layer, 2, norm=final).double()
     _randomize(ref_enc), _randomize(ref_dec)
-    enc, dec = Encoder.from_torch(ref_enc), Decoder.from_torch(ref_dec)
+    enc, dec = from_torch(ref_enc), from_torch(ref_dec)
     src = torch.randn(2, 6, d, dtype=torch.float64)
     tgt = torch.randn(2, 4, d, dtype=torch.float64)
     mask = torch.as_tensor(padding_mask(np.array([6, 4]), 6))
@@ -193,8 +197,8 @@ def test_stacks_from_torch(norm_first):
         out = dec(tgt, mem, memory_mask=mask)
     assert _max_diff(mem, ref_mem) < TOL
     assert _max_diff(out, ref_out) < TOL
-    assert len(enc.attn_weights) == 3 and enc.attn_weights[2].shape == (2, h, 6, 6)
-    assert len(dec.cross_attn_weights) == 2
+    assert len(enc.attention_weights) == 3 and enc.attention_weights[2].shape == (2, h, 6, 6)
+    assert len(dec.cross_attention_weights) == 2
 
 
 def test_layer_errors():
@@ -220,11 +224,11 @@ def test_layer_errors():
         )
     with pytest.raises(ValueError, match="dropout must be a probability"):
         EncoderLayer(8, 2, dropout=1.5)
-    with pytest.raises(TypeError, match="module must be a torch.nn.TransformerEncoderLayer"):
-        EncoderLayer.from_torch(nn.Linear(2, 2))
+    with pytest.raises(TypeError, match="TransformerEncoderLayer, TransformerDecoderLayer"):
+        from_torch(nn.Linear(2, 2))
     silu = nn.TransformerEncoderLayer(8, 2, activation=nn.SiLU(), batch_first=True)
     with pytest.raises(ValueError, match="only relu, gelu and tanh-approximated gelu"):
-        EncoderLayer.from_torch(silu)
+        from_torch(silu)
     with pytest.raises(
         ValueError, match=r"activation must be one of \['gelu', 'gelu_new', 'relu'\]"
     ):
@@ -243,8 +247,8 @@ def test_encoder_layer_gelu_and_eps_from_torch(activation, eps):
     ref = nn.TransformerEncoderLayer(d, h, 24, dropout=0.0, batch_first=True,
                                      activation=activation, layer_norm_eps=eps).double()  # fmt: skip
     _randomize(ref)
-    ours = EncoderLayer.from_torch(ref)
-    assert ours.activation == ("gelu" if activation == "gelu" else "gelu_new")
+    ours = from_torch(ref)
+    assert ours.ffn.activation == ("gelu" if activation == "gelu" else "gelu_new")
     assert ours.norm1.eps == eps
     x = torch.randn(2, 5, d, dtype=torch.float64)
     assert _max_diff(ours(x), ref(x)) < TOL
@@ -256,7 +260,7 @@ def test_decoder_layer_gelu_new_from_torch():
                                      activation=nn.GELU(approximate="tanh"),
                                      layer_norm_eps=1e-6).double()  # fmt: skip
     _randomize(ref)
-    ours = DecoderLayer.from_torch(ref)
+    ours = from_torch(ref)
     x, memory = torch.randn(2, 4, d, dtype=torch.float64), torch.randn(2, 3, d, dtype=torch.float64)
     ref_out = ref(x, memory, tgt_mask=nn.Transformer.generate_square_subsequent_mask(4).double(),
                   tgt_is_causal=True)  # fmt: skip

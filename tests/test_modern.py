@@ -7,7 +7,6 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.utils import logging as hf_logging
 
 from course_lib import (
-    CausalSelfAttention,
     KVCache,
     ModernConfig,
     ModernLM,
@@ -17,6 +16,7 @@ from course_lib import (
     kv_cache_bytes,
     lm_loss,
 )
+from course_lib.interop import from_hf
 
 hf_logging.set_verbosity_error()
 
@@ -52,7 +52,7 @@ def _hf(config: dict, seed: int = 0, vocab: int = 101, dtype=torch.float32) -> L
 @pytest.mark.parametrize("name", CONFIGS)
 def test_from_hf_reproduces_logits(name):
     hf = _hf(CONFIGS[name])
-    ours = ModernLM.from_hf(hf)
+    ours = from_hf(hf)
     ids = torch.randint(0, 101, (3, 40))
     with torch.no_grad():
         diff = (ours(ids) - hf(ids).logits).abs().max().item()
@@ -65,7 +65,7 @@ def test_from_hf_reproduces_logits(name):
 
 def test_from_hf_float64_is_exact_to_float32_angles():
     hf = _hf(CONFIGS["GQA"], dtype=torch.float64)
-    ours = ModernLM.from_hf(hf)
+    ours = from_hf(hf)
     ids = torch.randint(0, 101, (2, 30))
     with torch.no_grad():
         # transformers computes RoPE's angles in float32 even here; ours are float64.
@@ -76,7 +76,7 @@ def test_from_hf_float64_is_exact_to_float32_angles():
 def test_without_the_permutation_the_copy_is_wrong():
     # The halves/interleaved pairing matters: copy W_Q, W_K unpermuted and the logits differ.
     hf = _hf(CONFIGS["MHA"])
-    ours = ModernLM.from_hf(hf)
+    ours = from_hf(hf)
     with torch.no_grad():
         for block, layer in zip(ours.blocks, hf.model.layers, strict=True):
             block.attn.w_q.weight.copy_(layer.self_attn.q_proj.weight)
@@ -88,7 +88,7 @@ def test_without_the_permutation_the_copy_is_wrong():
 @pytest.mark.parametrize("name", ["GQA", "MQA"])
 def test_greedy_generation_equals_transformers_generate(name):
     hf = _hf(CONFIGS[name], seed=1)
-    ours = ModernLM.from_hf(hf)
+    ours = from_hf(hf)
     ids = torch.randint(0, 101, (2, 5), generator=torch.Generator().manual_seed(0))
     theirs = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=20,
                          min_new_tokens=20, do_sample=False, pad_token_id=0)  # fmt: skip
@@ -99,7 +99,7 @@ def test_greedy_generation_equals_transformers_generate(name):
 
 
 def test_cached_forward_equals_full_forward_and_cache_size():
-    ours = ModernLM(50, 32, 4, 2, 3, 48).eval()
+    ours = ModernLM(ModernConfig(50, 32, 4, 2, 3, 48)).eval()
     ids = torch.randint(0, 50, (2, 15))
     cache = KVCache()
     with torch.no_grad():
@@ -111,21 +111,21 @@ def test_cached_forward_equals_full_forward_and_cache_size():
 
 
 def test_equal_kv_heads_is_plain_multi_head_attention():
-    # CausalSelfAttention with num_kv_heads == num_heads = lecture 03's MultiHeadAttention.
-    gqa = CausalSelfAttention(24, 4, 4, bias=False).double()
+    # num_kv_heads == num_heads and causal=True = lecture 03's attention with a causal mask.
+    gqa = MultiHeadAttention(24, 4, 4, bias=False).double()
     mha = MultiHeadAttention(24, 4, bias=False).double()
     with torch.no_grad():
         for name in ("w_q", "w_k", "w_v", "w_o"):
             getattr(mha, name).weight.copy_(getattr(gqa, name).weight)
     x = torch.randn(2, 7, 24, dtype=torch.float64)
     causal = torch.ones(7, 7, dtype=torch.bool).tril()
-    torch.testing.assert_close(gqa(x), mha(x, x, x, causal)[0], rtol=0, atol=1e-12)
+    torch.testing.assert_close(gqa(x, causal=True), mha(x, x, x, causal), rtol=0, atol=1e-12)
 
 
 def test_grouped_query_is_multi_head_with_shared_kv_weights():
     # GQA with 2 KV heads for 4 query heads = MHA whose K/V heads 0,1 and 2,3 have equal weights.
-    gqa = CausalSelfAttention(16, 4, 2, bias=False).double()
-    mha = CausalSelfAttention(16, 4, 4, bias=False).double()
+    gqa = MultiHeadAttention(16, 4, 2, bias=False).double()
+    mha = MultiHeadAttention(16, 4, 4, bias=False).double()
     with torch.no_grad():
         mha.w_q.weight.copy_(gqa.w_q.weight)
         mha.w_o.weight.copy_(gqa.w_o.weight)
@@ -133,12 +133,12 @@ def test_grouped_query_is_multi_head_with_shared_kv_weights():
             rows = getattr(gqa, name).weight.view(2, 4, 16)
             getattr(mha, name).weight.copy_(rows.repeat_interleave(2, dim=0).reshape(16, 16))
     x = torch.randn(1, 6, 16, dtype=torch.float64)
-    torch.testing.assert_close(gqa(x), mha(x), rtol=0, atol=1e-12)
+    torch.testing.assert_close(gqa(x, causal=True), mha(x, causal=True), rtol=0, atol=1e-12)
 
 
 def test_rope_hook_scores_do_not_change_when_every_position_shifts():
     # The model's qk_transform: q . k after RoPE depends on distances only.
-    ours = ModernLM(30, 16, 2, 1, 1, 24, rope_theta=100.0).double().eval()
+    ours = ModernLM(ModernConfig(30, 16, 2, 1, 1, 24, rope_theta=100.0)).double().eval()
     q = ours.blocks[0].attn.qk_transform
     x = torch.randn(1, 2, 5, 8, dtype=torch.float64)
     a_q, a_k = q(x, x[:, :1], torch.arange(5))
@@ -147,17 +147,17 @@ def test_rope_hook_scores_do_not_change_when_every_position_shifts():
 
 
 def test_tied_weights_and_errors():
-    tied = ModernLM(20, 16, 4, 2, 2, 24, tie_weights=True)
+    tied = ModernLM(ModernConfig(20, 16, 4, 2, 2, 24, tie_weights=True))
     assert tied.lm_head.weight is tied.token_embedding.weight
-    untied = ModernLM(20, 16, 4, 2, 2, 24)
+    untied = ModernLM(ModernConfig(20, 16, 4, 2, 2, 24))
     assert count_parameters(untied) - count_parameters(tied) == 20 * 16
     with pytest.raises(ValueError, match="num_kv_heads=3 must divide num_heads=4"):
-        ModernLM(20, 16, 4, 3, 2, 24)
+        ModernConfig(20, 16, 4, 3, 2, 24)
     with pytest.raises(ValueError, match="must be even"):
         ModernConfig(20, 12, 4, 2, 1, 8)
     with pytest.raises(
         TypeError, match=r"ids must be a torch.long tensor of token ids \(batch, n\)"
     ):
         untied(torch.zeros(2, 3))
-    with pytest.raises(TypeError, match="LlamaForCausalLM"):
-        ModernLM.from_hf(untied)
+    with pytest.raises(TypeError, match="LlamaForCausalLM or BertModel, got ModernLM"):
+        from_hf(untied)

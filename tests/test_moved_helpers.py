@@ -6,7 +6,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from course_lib import MultiHeadAttention, best_time, peak_mib, softmax_jacobian
-from course_lib.layers import multi_head_attention_flops
+from course_lib.nn import multi_head_attention_flops
 
 
 @pytest.mark.parametrize("shape", [(3,), (4, 5), (2, 3, 6)])

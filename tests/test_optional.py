@@ -206,7 +206,7 @@ def test_the_lazy_torch_names_are_the_torch_modules_names():
     assert {"MultiHeadAttention", "GPT", "softmax"} <= set(dir(course_lib))
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         course_lib.no_such_name  # noqa: B018
-    assert course_lib.layers.__name__ == "course_lib.layers"  # submodules as before
+    assert course_lib.nn.__name__ == "course_lib.nn"  # submodules as before
 
 
 @pytest.mark.slow  # a Python subprocess with an IPython shell
@@ -221,7 +221,7 @@ def test_in_a_notebook_a_missing_package_of_the_extra_says_which_cell_to_run():
         from IPython.core.interactiveshell import InteractiveShell
         shell = InteractiveShell.instance(colors="nocolor")
         shell.run_cell("import course_lib")
-        for cell in ["import torch", "from course_lib.layers import Encoder", "import no_such_mod",
+        for cell in ["import torch", "from course_lib.nn import Encoder", "import no_such_mod",
                      "# needs: torch\\nimport torch"]:
             print("success:", shell.run_cell(cell).success)
         """

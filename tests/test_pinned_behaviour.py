@@ -22,13 +22,13 @@ def test_attention_dropout_is_active_in_training_only():
     plain.load_state_dict(mha.state_dict())
     x = torch.randn(2, 5, 8)
     mha.eval()
-    torch.testing.assert_close(mha(x, x, x)[0], plain(x, x, x)[0])  # eval: no dropout
+    torch.testing.assert_close(mha(x, x, x), plain(x, x, x))  # eval: no dropout
     mha.train()
-    out1, w1 = mha(x, x, x)
-    out2, _ = mha(x, x, x)
-    assert not torch.allclose(out1, plain(x, x, x)[0])  # training: dropout changes the output
+    out1, w1 = mha(x, x, x), mha.attention_weights
+    out2 = mha(x, x, x)
+    assert not torch.allclose(out1, plain(x, x, x))  # training: dropout changes the output
     assert not torch.allclose(out1, out2)  # ... differently every call
-    # and the weights returned are the ones before dropout (rows still sum to 1)
+    # and the weights stored are the ones before dropout (rows still sum to 1)
     torch.testing.assert_close(w1.sum(-1), torch.ones(2, 2, 5))
 
 

@@ -31,20 +31,30 @@ def test_equals_llama_rmsnorm(dtype, tol, eps):
     assert ours(x).dtype == dtype
 
 
+def _module(w: torch.Tensor, eps: float = 1e-6) -> RMSNorm:
+    norm = RMSNorm(len(w), eps).to(w.dtype).requires_grad_(False)
+    norm.weight.copy_(w)
+    return norm
+
+
 def test_numpy_equals_torch_and_zero_token():
     x = np.random.default_rng(0).normal(size=(4, 7))
     w = np.random.default_rng(1).normal(size=7)
-    assert np.allclose(rms_norm(x, w), rms_norm(torch.as_tensor(x), torch.as_tensor(w)).numpy())
+    ours = _module(torch.as_tensor(w))(torch.as_tensor(x)).numpy()
+    assert np.allclose(rms_norm(x, w), ours)
     assert np.array_equal(rms_norm(np.zeros((1, 3)), np.ones(3)), np.zeros((1, 3)))
+    # an integer input is a number like any other (numpy's rule), not all zeros
+    assert np.allclose(rms_norm(np.array([[3, 4]]), np.ones(2), eps=0.0), [[0.848528, 1.131371]])
 
 
 def test_equals_layernorm_without_bias_on_centred_tokens():
     x = torch.randn(6, 16, dtype=torch.float64)
     x = x - x.mean(-1, keepdim=True)  # mean 0: nothing left for LayerNorm to subtract
     w = torch.randn(16, dtype=torch.float64)
-    assert torch.allclose(rms_norm(x, w, 1e-5), F.layer_norm(x, (16,), w, None, 1e-5))
+    norm = _module(w, 1e-5)
+    assert torch.allclose(norm(x), F.layer_norm(x, (16,), w, None, 1e-5))
     y = x + 3.0  # shifted tokens: the two differ
-    assert not torch.allclose(rms_norm(y, w, 1e-5), F.layer_norm(y, (16,), w, None, 1e-5))
+    assert not torch.allclose(norm(y), F.layer_norm(y, (16,), w, None, 1e-5))
 
 
 def test_parameters_and_errors():
@@ -53,5 +63,5 @@ def test_parameters_and_errors():
         rms_norm(np.ones((2, 3)), np.ones(4))
     with pytest.raises(ValueError, match="eps"):
         RMSNorm(4, eps=-1.0)
-    with pytest.raises(TypeError, match="weight must be one too"):
-        rms_norm(torch.ones(2, 3), np.ones(3))
+    with pytest.raises(ValueError, match="eps must be a finite number >= 0, got inf"):
+        rms_norm(np.ones((2, 3)), np.ones(3), eps=float("inf"))

@@ -1,4 +1,5 @@
-"""RoPE against hand-worked values and transformers' Llama rotary embedding."""
+"""RoPE (numpy for the board, torch inside ModernLM) against hand-worked values and
+transformers' Llama rotary embedding."""
 
 import math
 
@@ -9,6 +10,7 @@ from transformers import LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
 
 from course_lib import halves_to_interleaved, positional_encoding, rope, rope_frequencies
+from course_lib.nn.rope import rotate
 
 
 def test_hand_worked_values():
@@ -41,9 +43,11 @@ def test_equals_transformers_after_permuting_halves(dtype, tol, head_dim, theta)
     cos, sin = rotary(q, positions[None].expand(2, -1))
     hf_q, hf_k = apply_rotary_pos_emb(q, k, cos, sin)  # halves pairing
     perm = torch.as_tensor(halves_to_interleaved(head_dim))
-    ours_q = rope(q[..., perm], positions, theta)  # interleaved pairing
-    ours_k = rope(k[..., perm], positions, theta)
+    ours_q = rotate(q[..., perm], positions, theta)  # interleaved pairing, in torch
+    ours_k = rotate(k[..., perm], positions, theta)
     assert ours_q.dtype == dtype
+    board = rope(q[..., perm].double().numpy(), positions.numpy(), theta)  # the numpy version
+    assert np.abs(board - hf_q[..., perm].double().numpy()).max() < tol
     assert (ours_q - hf_q[..., perm]).abs().max() < tol
     assert (ours_k - hf_k[..., perm]).abs().max() < tol
     # Scores do not care which pairing: both give the same q . k.
@@ -56,9 +60,12 @@ def test_numpy_equals_torch_and_batched_positions():
     x = np.random.default_rng(1).normal(size=(3, 2, 5, 6))
     pos = np.array([[0, 1, 2, 3, 4], [10, 11, 12, 13, 14], [3, 3, 3, 3, 3]])[:, None, :]
     a = rope(x, pos)
-    b = rope(torch.as_tensor(x), torch.as_tensor(pos)).numpy()
-    assert np.allclose(a, b, atol=1e-12)
+    for i in range(3):  # torch's rotate takes one row of positions (n,), as the model has
+        b = rotate(torch.as_tensor(x[i]), torch.as_tensor(pos[i, 0])).numpy()
+        assert np.allclose(a[i], b, atol=1e-12)
     assert np.allclose(a[1], rope(x[1], np.arange(10, 15)))
+    f32 = rotate(torch.as_tensor(x[0], dtype=torch.float32), torch.arange(5))
+    assert f32.dtype == torch.float32 and np.allclose(f32.numpy(), a[0], atol=1e-6)
 
 
 def test_score_depends_only_on_distance():
@@ -93,5 +100,8 @@ def test_errors_name_the_argument():
         rope(np.ones((2, 4)), ["a", "b"])
     with pytest.raises(ValueError, match="theta"):
         rope(np.ones((2, 4)), [0, 1], theta=0.5)
-    with pytest.raises(TypeError, match="floating-point"):
-        rope(torch.ones(2, 4, dtype=torch.long), [0, 1])
+    with pytest.raises(ValueError, match="theta must be a finite number > 1, got inf"):
+        rope(np.ones((2, 4)), [0, 1], theta=float("inf"))
+    with pytest.raises(ValueError, match="positions must be whole numbers"):
+        rope(np.ones((2, 4)), [0, 0.5])
+    assert np.allclose(rope(np.ones((2, 4)), [0.0, 1.0]), rope(np.ones((2, 4)), [0, 1]))

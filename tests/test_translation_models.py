@@ -153,12 +153,11 @@ def test_attention_weights_are_distributions_over_real_source_words():
     src, src_mask, tgt_in = toy_batch()
     models["attention"](src, src_mask, tgt_in)
     alignment = models["attention"].attention_weights
-    assert models["attention"].attention is alignment  # the older name, read by lecture 07
     assert alignment.shape == (2, 4, 5)
     torch.testing.assert_close(alignment.sum(-1), torch.ones(2, 4))
     assert (alignment[1, :, 3:] == 0).all()
     models["transformer"](src, src_mask, tgt_in)
-    for w in models["transformer"].decoder.cross_attn_weights:
+    for w in models["transformer"].decoder.cross_attention_weights:
         assert w.shape == (2, 2, 4, 5)
         assert (w[1, :, :, 3:] == 0).all()
 

@@ -60,15 +60,18 @@ def test_grid_selects_layers_and_heads_and_takes_hf_lists():
 
 
 def test_grid_reads_a_torch_modules_weights_as_a_batch_not_as_layers():
-    from course_lib.layers import MultiHeadAttention
+    from course_lib.nn import MultiHeadAttention
 
     mha = MultiHeadAttention(8, 2)
     x = torch.randn(2, 4, 8, generator=torch.Generator().manual_seed(0))
-    _, returned = mha(x, x, x)
-    for weights in (mha.attention_weights, returned):  # (batch=2, heads=2, 4, 4)
-        with pytest.raises(ValueError, match=r"with a batch of 2, not as \(layers"):
-            plot_attention_grid(weights)
-    fig = plot_attention_grid(mha(x[1:], x[1:], x[1:])[1])  # a batch of one: one row of heads
+    mha(x, x, x)
+    with pytest.raises(ValueError, match=r"with a batch of 2, not as \(layers"):
+        plot_attention_grid(mha.attention_weights)  # (batch=2, heads=2, 4, 4)
+    mha(x, causal=True)  # GPT's call stores its weights the same way
+    with pytest.raises(ValueError, match=r"with a batch of 2, not as \(layers"):
+        plot_attention_grid(mha.attention_weights)
+    mha(x[1:], x[1:], x[1:])
+    fig = plot_attention_grid(mha.attention_weights)  # a batch of one: one row of heads
     panels = [ax for ax in fig.axes if ax.images]
     assert len(panels) == 2  # not two rows
     for head, ax in enumerate(panels):

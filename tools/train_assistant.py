@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from course_lib import load_tiny_gpt, seed_everything
+from course_lib.configs import GPTConfig
 from course_lib.data.chat import BASE_VOCAB_SIZE, load_chat_tokenizer, render_chat
 from course_lib.data.instructions import (
     FAMILIES,
@@ -51,7 +52,7 @@ from course_lib.models.assistant import (
     sequence_logprobs,
 )
 from course_lib.models.dpo import dpo_loss
-from course_lib.models.gpt import GPT, GPTConfig
+from course_lib.models.gpt import GPT
 from course_lib.models.lora import apply_lora, trainable_parameter_count
 from course_lib.training import train
 
@@ -186,7 +187,7 @@ def main() -> None:
     base, _ = load_tiny_gpt()
     add_chat_tokens(base, len(tok))
     config = GPTConfig(**dict(asdict(base.config), dropout=cfg["dropout"]))
-    pretrained = GPT.from_config(config)
+    pretrained = GPT(config)
     pretrained.load_state_dict(base.state_dict())
     ev = args.eval_per_family
     lora_settings = {"r": cfg["lora_r"], "alpha": cfg["lora_alpha"],
@@ -222,7 +223,7 @@ def main() -> None:
         # 2. the random-init control (scores only; stored with the tuned model)
         if "random" not in args.skip:
             seed_everything(cfg["seed"] + 1, threads=cfg["threads"])
-            scratch = GPT.from_config(config)
+            scratch = GPT(config)
             log_r, seconds_r = sft(
                 scratch, tok, cfg["sft_steps"], cfg["random_lr"], cfg, "random init"
             )

@@ -3,7 +3,7 @@
     python -m tools.train_gpt                          # writes course_lib/data/tiny_gpt.pt
     python -m tools.train_gpt --steps 300 --out /tmp/x.pt   # a quick trial
 
-What it does (settings in ``course_lib.models.gpt.TINY_GPT_CONFIG`` / ``TINY_GPT_TRAINING``):
+What it does (settings in ``course_lib.configs.TINY_GPT_CONFIG`` / ``TINY_GPT_TRAINING``):
 
 * tokens: the byte-level BPE of ``course_lib.data.language_modeling`` (learned from the training
   documents); every 10th *training* document is set aside as a validation set, the rest is
@@ -25,12 +25,13 @@ from __future__ import annotations
 import argparse
 import copy
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
 
 from course_lib import seed_everything
+from course_lib.configs import TINY_GPT_CONFIG, TINY_GPT_TRAINING
 from course_lib.data.language_modeling import (
     bits_per_char,
     encode_documents,
@@ -40,13 +41,7 @@ from course_lib.data.language_modeling import (
     random_windows,
 )
 from course_lib.data.pretraining import split_documents
-from course_lib.models.gpt import (
-    GPT,
-    GPT_CHECKPOINT,
-    TINY_GPT_CONFIG,
-    TINY_GPT_TRAINING,
-    lm_loss,
-)
+from course_lib.models.gpt import GPT, GPT_CHECKPOINT, lm_loss
 from course_lib.training import train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,11 +49,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=TINY_GPT_TRAINING["steps"])
+    parser.add_argument("--steps", type=int, default=TINY_GPT_TRAINING.steps)
     parser.add_argument("--out", type=Path, default=GPT_CHECKPOINT)
     args = parser.parse_args()
 
-    cfg = dict(TINY_GPT_TRAINING, steps=args.steps)
+    cfg = asdict(replace(TINY_GPT_TRAINING, steps=args.steps))
     seed_everything(cfg["seed"], threads=1)
     corpus = lm_corpus(TINY_GPT_CONFIG.vocab_size)
     fit_docs, val_docs = split_documents(lm_documents()[0], every=10)
@@ -67,7 +62,7 @@ def main() -> None:
     print(f"tokens: fit {len(fit_ids)}, validation {len(val_ids)}, held-out "
           f"{len(corpus.held_out_ids)}", flush=True)  # fmt: skip
 
-    model = GPT.from_config(TINY_GPT_CONFIG)
+    model = GPT(TINY_GPT_CONFIG)
     window_gen = torch.Generator().manual_seed(cfg["seed"])
     history: list[dict] = []
     best: dict = {"val_loss": float("inf")}

@@ -13,48 +13,43 @@ in the notebook's 90-second budget; the notebook still trains a fresh model live
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict, replace
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from course_lib import seed_everything  # noqa: E402
-from course_lib.data.pretraining import (  # noqa: E402
+from course_lib import seed_everything
+from course_lib.configs import TINY_BERT_CONFIG, TINY_BERT_TRAINING
+from course_lib.data.pretraining import (
     PretrainingData,
     load_pretraining_corpus,
     pretraining_tokenizer,
     split_documents,
 )
-from course_lib.models.bert import (  # noqa: E402
-    TINY_BERT_CONFIG,
-    TINY_BERT_TRAINING,
-    TinyBert,
-    pretraining_accuracy,
-    pretraining_loss,
-)
-from course_lib.training import train  # noqa: E402
+from course_lib.models.bert import TinyBert, pretraining_accuracy, pretraining_loss
+from course_lib.training import train
 
+ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "course_lib" / "data" / "tiny_bert.pt"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=TINY_BERT_TRAINING["steps"])
+    parser.add_argument("--steps", type=int, default=TINY_BERT_TRAINING.steps)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument("--eval-every", type=int, default=500)
+    parser.add_argument("--eval-every", type=int, default=TINY_BERT_TRAINING.eval_every)
     args = parser.parse_args()
 
-    cfg = dict(TINY_BERT_TRAINING, steps=args.steps)
+    cfg = asdict(replace(TINY_BERT_TRAINING, steps=args.steps))
     rng = seed_everything(cfg["seed"], threads=1)
-    tokenizer = pretraining_tokenizer(cfg["tokenizer_vocab_size"])
+    tokenizer = pretraining_tokenizer(TINY_BERT_CONFIG.vocab_size)
     train_docs, held_docs = split_documents(load_pretraining_corpus())
-    data = PretrainingData(tokenizer, train_docs, max_len=TINY_BERT_CONFIG["max_len"])
-    held = PretrainingData(tokenizer, held_docs, max_len=TINY_BERT_CONFIG["max_len"])
+    data = PretrainingData(tokenizer, train_docs, max_len=TINY_BERT_CONFIG.max_len)
+    held = PretrainingData(tokenizer, held_docs, max_len=TINY_BERT_CONFIG.max_len)
     eval_batches = [held.batch(64, np.random.default_rng(1000 + i)) for i in range(16)]
 
-    model = TinyBert(len(tokenizer), **TINY_BERT_CONFIG)
+    model = TinyBert(replace(TINY_BERT_CONFIG, vocab_size=len(tokenizer)))
     history = []
 
     def evaluate(step: int) -> None:
@@ -86,7 +81,7 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     torch.save(
         {
-            "config": TINY_BERT_CONFIG,
+            "config": {k: v for k, v in asdict(model.config).items() if k != "vocab_size"},
             "training": cfg,
             "vocab_size": len(tokenizer),
             "history": history,

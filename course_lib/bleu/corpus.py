@@ -4,8 +4,10 @@ apply the formula.
 
 Unlike sacrebleu, references are given **per hypothesis**: ``references[i]`` is a string or a
 list of strings for ``hypotheses[i]``, and the number may differ between hypotheses. sacrebleu
-takes reference *streams* instead (``refs[k][i]`` is the k-th reference of sentence i); those
-are refused with a message, never silently misread.
+takes reference *streams* instead (``refs[k][i]`` is the k-th reference of sentence i): convert
+them with :func:`references_from_streams`. The per-hypothesis form always means what it says,
+even when a corpus has as many references per sentence as sentences; streams of another length
+are refused with a message that names the converter.
 """
 
 from __future__ import annotations
@@ -17,16 +19,45 @@ from .formula import BLEUScore, check_smoothing, compute_bleu, signature
 from .statistics import bleu_statistics
 from .tokenizer_13a import check_tokenizer, tokenize_for_bleu
 
-__all__ = ["corpus_bleu", "sentence_bleu"]
+__all__ = ["corpus_bleu", "sentence_bleu", "references_from_streams"]
+
+
+def references_from_streams(streams: Sequence[Sequence[str | None]]) -> list[list[str]]:
+    """sacrebleu's reference streams -> this course's per-hypothesis references.
+
+    ``streams[k][i]`` is the k-th reference of sentence i (``None`` where sentence i has fewer
+    references); returns ``references[i]``, the list of sentence i's references, in stream order.
+    ``corpus_bleu(hyps, references_from_streams(refs))`` equals ``sacrebleu.corpus_bleu(hyps,
+    refs)``.
+    """
+    if isinstance(streams, str) or not isinstance(streams, Sequence):
+        raise TypeError(
+            f"streams must be a list of reference streams (lists of str), got {type(streams).__name__}"
+        )
+    if len(streams) == 0:
+        raise ValueError("streams is empty; give at least one reference stream")
+    n = None
+    for k, stream in enumerate(streams):
+        if isinstance(stream, str) or not isinstance(stream, Sequence):
+            raise TypeError(f"streams[{k}] must be a list of str (one per sentence), got "
+                            f"{type(stream).__name__}")  # fmt: skip
+        if n is not None and len(stream) != n:
+            raise ValueError(
+                f"every stream must have one entry per sentence: streams[0] has {n}, "
+                f"streams[{k}] has {len(stream)}"
+            )
+        n = len(stream)
+        for i, r in enumerate(stream):
+            if r is not None and not isinstance(r, str):
+                raise TypeError(f"streams[{k}][{i}] must be a str or None, got {type(r).__name__}")
+    return [[stream[i] for stream in streams if stream[i] is not None] for i in range(n)]
 
 
 def _looks_like_streams(references, n_hyp: int) -> bool:
-    """sacrebleu's convention: every entry a list of exactly one reference per hypothesis.
-
-    Ambiguous only when the number of streams equals the number of hypotheses (a square of
-    lists); then tuples mark the course's convention (``list(zip(*streams))`` gives tuples).
-    """
-    return (len(references) != n_hyp or n_hyp >= 2) and all(
+    """sacrebleu's layout with a length other than the number of hypotheses: every entry a
+    list of exactly ``n_hyp`` str. (With as many entries as hypotheses the per-hypothesis form
+    is what the argument means: it is never guessed.)"""
+    return len(references) != n_hyp and all(
         isinstance(r, list) and len(r) == n_hyp and all(isinstance(x, str) for x in r)
         for r in references
     )
@@ -44,8 +75,7 @@ def _check_references(references, n_hyp: int) -> list[list[str]]:
             f"{n_hyp} str: refs[k][i] is the k-th reference of sentence i). This course takes "
             "them per hypothesis: references[i] is a str or a list of the references of "
             "hypotheses[i], e.g. corpus_bleu(['the cat sat'], [['the cat sat', 'a cat sat']]). "
-            "Convert streams with list(zip(*streams)); if you really have "
-            f"{n_hyp} references for each of {n_hyp} sentences, give each as a tuple"
+            "Convert streams with references_from_streams(streams)"
         )
     if len(references) != n_hyp:
         raise ValueError(
@@ -85,8 +115,8 @@ def corpus_bleu(
     Args:
         hypotheses: ``S`` system outputs (untokenized strings).
         references: ``S`` entries; ``references[i]`` is one reference string or a list of
-            reference strings for ``hypotheses[i]`` (the count may vary). For sacrebleu, turn
-            them into streams: ``refs[k][i]`` = k-th reference of sentence i, ``None`` if absent.
+            reference strings for ``hypotheses[i]`` (the count may vary). sacrebleu's streams
+            (``refs[k][i]`` = k-th reference of sentence i): :func:`references_from_streams`.
         smooth_method: ``"exp"`` (default), ``"floor"``, ``"add-k"`` or ``"none"``
             (see :func:`compute_bleu`); smooth_value: the value for floor / add-k.
         lowercase: lowercase before tokenizing. tokenize: ``"13a"`` (default) or ``"none"``.

@@ -86,8 +86,8 @@ def check_smoothing(smooth_method, smooth_value) -> None:
             raise TypeError(
                 f"smooth_value must be a number or None, got {type(smooth_value).__name__}"
             )
-        if not smooth_value >= 0:
-            raise ValueError(f"smooth_value must be >= 0, got {smooth_value}")
+        if not 0 <= smooth_value < float("inf"):
+            raise ValueError(f"smooth_value must be a finite number >= 0, got {smooth_value}")
 
 
 def compute_bleu(
@@ -132,6 +132,12 @@ def compute_bleu(
             f"counts and totals need max_ngram_order={n_max} entries, "
             f"got {len(counts)} and {len(totals)}"
         )
+    for i, (c, t) in enumerate(zip(counts, totals, strict=True)):
+        if c > t:
+            raise ValueError(
+                f"counts[{i}]={c} is more than totals[{i}]={t}: a hypothesis cannot match more "
+                f"{i + 1}-grams than it has"
+            )
     if smooth_value is None:
         smooth_value = SMOOTH_METHODS[smooth_method]
     counts, totals = list(counts), list(totals)

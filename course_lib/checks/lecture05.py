@@ -6,7 +6,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..layers import DecoderLayer, EncoderLayer, transformer_parameter_count
+from ..nn import DecoderLayer, EncoderLayer, transformer_parameter_count
 from . import Built, ExerciseError, call_student, check_count, check_mistakes, hidden_rng, passed
 
 __all__ = [
@@ -25,7 +25,7 @@ def _numpy(ex: str, got, what: str):
         return got.detach().cpu().numpy()
     if isinstance(got, tuple):
         raise ExerciseError(ex, f"{what}: expected one tensor, got a tuple of {len(got)} items.",
-                            "attention returns (output, weights); keep only the output.")  # fmt: skip
+                            "return one tensor, the layer's output (batch, n, d_model).")  # fmt: skip
     return got
 
 
@@ -96,16 +96,16 @@ def make_layer(kind: str, d_model: int, num_heads: int, norm_first: bool, seed: 
 
 
 def _post_ln_decoder(x, memory, layer, self_mask, memory_mask, *, variant="right"):
-    sa = lambda q, m: layer.self_attn(q, q, q, m)[0]  # noqa: E731
-    ca = lambda q, m: layer.cross_attn(q, memory, memory, m)[0]  # noqa: E731
+    sa = lambda q, m: layer.self_attn(q, q, q, m)  # noqa: E731
+    ca = lambda q, m: layer.cross_attn(q, memory, memory, m)  # noqa: E731
     if variant == "pre":
-        x = x + layer.self_attn(*(3 * [layer.norm1(x)]), self_mask)[0]
-        x = x + layer.cross_attn(layer.norm2(x), memory, memory, memory_mask)[0]
+        x = x + layer.self_attn(*(3 * [layer.norm1(x)]), self_mask)
+        x = x + layer.cross_attn(layer.norm2(x), memory, memory, memory_mask)
         return x + layer.ffn(layer.norm3(x))
     if variant == "self twice":
-        ca = lambda q, m: layer.cross_attn(q, q, q, m if m is None else None)[0]  # noqa: E731
+        ca = lambda q, m: layer.cross_attn(q, q, q, m if m is None else None)  # noqa: E731
     if variant == "queries from memory":
-        ca = lambda q, m: layer.cross_attn(memory, q, q, None)[0]  # noqa: E731
+        ca = lambda q, m: layer.cross_attn(memory, q, q, None)  # noqa: E731
     x = layer.norm1(x + sa(x, None if variant == "no self mask" else self_mask))
     x = layer.norm2(x + ca(x, None if variant == "no memory mask" else memory_mask))
     return layer.norm3(x + layer.ffn(x))
@@ -164,9 +164,9 @@ def check_post_ln_decoder_layer(student_fn, *, seed: int = 0) -> None:
 def _pre_ln(x, layer, mask, variant="right"):
     y = layer.norm1(x)
     if variant == "queries only":
-        a = layer.self_attn(y, x, x, mask)[0]
+        a = layer.self_attn(y, x, x, mask)
     else:
-        a = layer.self_attn(y, y, y, mask)[0]
+        a = layer.self_attn(y, y, y, mask)
     x1 = (y if variant == "normalised residual" else x) + a
     out = x1 + layer.ffn(layer.norm2(x1))
     return layer.norm2(out) if variant == "final norm" else out
@@ -214,7 +214,7 @@ def check_pre_ln_layer(student_fn, *, seed: int = 0) -> None:
         )
         check_mistakes(ex, _numpy(ex, got, what), expected, what=what,
                        hint="normalize BEFORE each sublayer and add the un-normalized x back: "
-                       "y = layer.norm1(x); x = x + layer.self_attn(y, y, y, mask)[0]; "
+                       "y = layer.norm1(x); x = x + layer.self_attn(y, y, y, mask); "
                        "x = x + layer.ffn(layer.norm2(x)). Do not call layer(x).",
                        mistakes=mistakes, atol=1e-10)  # fmt: skip
     passed(ex, "pre-LN encoder layer")

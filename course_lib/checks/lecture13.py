@@ -171,6 +171,14 @@ def check_repeat_kv_heads(student_fn, *, seed: int = 0) -> None:
 _EXERCISE_MODEL = {"vocab_size": 50, "d_model": 32, "num_heads": 8, "num_layers": 3, "d_ff": 48}
 
 
+def exercise_model(**config: int) -> object:
+    """``ModernLM(ModernConfig(**config))``: the recipe :class:`Built` sends to the student's
+    process (plain keyword arguments in, the model out)."""
+    from .. import ModernConfig, ModernLM
+
+    return ModernLM(ModernConfig(**config))
+
+
 def _hidden_models(seed: int) -> list[dict]:
     """ModernLM configurations: the exercise's (seed 0) or hidden ones (other sizes)."""
     if seed == 0:
@@ -199,7 +207,7 @@ def check_cache_values(student_fn, *, seed: int = 0) -> None:
     rng = np.random.default_rng([13, 4, seed])
     for config in _hidden_models(seed):
         seq_len, batch = int(rng.integers(5, 40)), int(rng.integers(1, 4))
-        model = Built("course_lib:ModernLM", **config)
+        model = Built("course_lib.checks.lecture13:exercise_model", **config)
         got = call_student(ex, student_fn, model, seq_len, batch)
         layers, heads, kv_heads = config["num_layers"], config["num_heads"], config["num_kv_heads"]
         head_dim = config["d_model"] // heads

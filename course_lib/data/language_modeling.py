@@ -35,6 +35,7 @@ from .._validation import (
     check_token_ids,
     check_token_sequence,
 )
+from ..nn import eval_mode
 from ..tokenization import BPETokenizer, train_bpe
 from .pretraining import load_pretraining_corpus, split_documents
 
@@ -160,17 +161,13 @@ def evaluate_lm(model: nn.Module, ids: torch.Tensor, block: int | None = None) -
     block = check_positive_int(check_context(model) if block is None else block, "block")
     if check_token_ids(ids, "ids", "(n,)").shape[0] < 2:
         raise ValueError(f"ids must hold at least 2 tokens (one to predict), got {len(ids)}")
-    was_training = model.training
-    model.eval()
     total, count = 0.0, 0
-    try:
+    with eval_mode(model):
         for start in range(0, len(ids) - 1, block):
             window = ids[start : start + block + 1][None]  # (1, <= block + 1)
             logits = model(window[:, :-1])  # (1, n, vocab)
             total += nn.functional.cross_entropy(logits[0], window[0, 1:], reduction="sum").item()
             count += window.shape[1] - 1
-    finally:
-        model.train(was_training)
     return total / count
 
 

@@ -28,7 +28,13 @@ from typing import TypeVar
 
 import numpy as np
 
-from .._validation import check_positive_int, check_probability, check_token_sequence, check_type
+from .._validation import (
+    check_index,
+    check_positive_int,
+    check_probability,
+    check_token_sequence,
+    check_type,
+)
 from ..tokenization import BPETokenizer, train_bpe
 
 __all__ = [
@@ -178,6 +184,8 @@ def mask_tokens(
     if ids.dtype.kind not in "iu":
         raise TypeError(f"input_ids must be integer token ids, got dtype {ids.dtype}")
     mask_prob = check_probability(mask_prob, "mask_prob")
+    vocab_size = check_positive_int(vocab_size, "vocab_size")
+    check_index(mask_id, "mask_id", vocab_size, "vocab_size")
     special = np.isin(ids, np.asarray(special_ids))
     # Random draws in a fixed order, so one generator state gives one masking.
     picked = (rng.random(ids.shape) < mask_prob) & ~special

@@ -6,7 +6,6 @@ from .assistant import *  # noqa: F403
 from .bert import *  # noqa: F403
 from .bert_encoder import *  # noqa: F403
 from .classifier import *  # noqa: F403
-from .configs import *  # noqa: F403
 from .decoding import *  # noqa: F403
 from .dpo import *  # noqa: F403
 from .generation import *  # noqa: F403

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -27,10 +28,11 @@ from .._validation import (
     check_positive_int,
     checkpoint_path,
 )
+from ..configs import GPTConfig
 from ..data.chat import END_OF_TURN, render_chat
 from ..tokenization import BPETokenizer
 from .generation import generate
-from .gpt import GPT, GPTConfig, load_tiny_gpt
+from .gpt import GPT, load_tiny_gpt
 from .lora import apply_lora, merge_lora
 
 __all__ = [
@@ -75,7 +77,7 @@ def add_chat_tokens(model: GPT, vocab_size: int) -> GPT:
     model.token_embedding = grown
     model.lm_head = nn.Linear(old.shape[1], vocab_size, bias=False).to(old)
     model.lm_head.weight = grown.weight  # tied again
-    model.config.vocab_size = vocab_size
+    model.config = replace(model.config, vocab_size=vocab_size)  # configs are frozen
     return model
 
 
@@ -195,7 +197,7 @@ def load_assistant(name: str = "tuned", path: str | Path | None = None) -> tuple
     )
     base = ckpt.get("base")
     if base is None:  # a whole model
-        model = GPT.from_config(GPTConfig(**ckpt["config"]))
+        model = GPT(GPTConfig(**ckpt["config"]))
     elif base == "pretrained":  # adapters on lecture 11's GPT
         model = add_chat_tokens(load_tiny_gpt()[0], ckpt["config"]["vocab_size"])
     else:  # adapters on another shipped assistant

@@ -14,10 +14,12 @@ computed on the same examples and simply added (as in BERT and in ``transformers
 ``BertForPreTraining``). The MLM loss is the mean cross-entropy over the *picked* positions only.
 
 One simplification: the course's encoder layers use ReLU in the feed-forward block; BERT uses GELU.
+The model is built from a :class:`~course_lib.TinyBertConfig` (``TINY_BERT_CONFIG`` is lecture 08's).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -27,26 +29,26 @@ from torch import nn
 
 from .._validation import (
     check_checkpoint,
-    check_dropout,
     check_features,
-    check_index,
+    check_heads,
     check_last_dim,
     check_positive_int,
     check_str,
     check_token_ids,
+    check_type,
     checkpoint_path,
+    inner_checks_off,
 )
-from ..layers import Encoder
+from ..configs import TinyBertConfig
+from ..nn import Encoder, eval_mode
 from ..tokenization import SPACE, BPETokenizer
-from .configs import TINY_BERT, TINY_BERT_PRETRAINING
 
 __all__ = [
     "TinyBert",
     "pretraining_loss",
+    "pretraining_losses",
     "pretraining_accuracy",
     "bert_parameter_count",
-    "TINY_BERT_CONFIG",
-    "TINY_BERT_TRAINING",
     "load_tiny_bert",
     "fill_in",
 ]
@@ -55,60 +57,34 @@ IGNORE_INDEX = -100
 
 
 class TinyBert(nn.Module):
-    """BERT for pretraining: ``forward(input_ids, segment_ids, attention_mask) -> hidden``.
-
-    Args:
-        vocab_size: number of token ids.
-        d_model, num_layers, num_heads, d_ff, dropout: as for :class:`course_lib.Encoder`.
-        max_len: number of learned position embeddings (longest input).
-        type_vocab_size: number of segments (2: sentence A and sentence B).
-        pad_id: id of ``[PAD]`` (used to build the attention mask when none is given).
+    """BERT for pretraining, built from a :class:`~course_lib.TinyBertConfig`:
+    ``forward(input_ids, segment_ids, attention_mask) -> hidden``.
 
     Shapes: ``input_ids``, ``segment_ids``, ``attention_mask`` ``(batch, n)`` (the mask is
-    boolean, True = a real token); ``forward`` returns hidden states ``(batch, n, d_model)``;
-    :meth:`mlm_logits` gives ``(batch, n, vocab)`` (or ``(k, vocab)`` at selected positions),
-    :meth:`nsp_logits` ``(batch, 2)`` (class 1 = "B follows A").
+    boolean, True = a real token; default: ``input_ids != config.pad_id``); ``forward`` returns
+    hidden states ``(batch, n, d_model)``; :meth:`mlm_logits` gives ``(batch, n, vocab)`` (or
+    ``(k, vocab)`` at selected positions), :meth:`nsp_logits` ``(batch, 2)`` (class 1 = "B
+    follows A"). :attr:`attention_weights` lists each layer's last weights.
     """
 
-    def __init__(
-        self,
-        vocab_size: int,
-        d_model: int = 128,
-        num_layers: int = 2,
-        num_heads: int = 4,
-        d_ff: int | None = None,
-        max_len: int = 64,
-        type_vocab_size: int = 2,
-        dropout: float = 0.1,
-        pad_id: int = 0,
-    ):
+    def __init__(self, config: TinyBertConfig):
         super().__init__()
-        self.config = {
-            "vocab_size": check_positive_int(vocab_size, "vocab_size"),
-            "d_model": check_positive_int(d_model, "d_model"),
-            "num_layers": check_positive_int(num_layers, "num_layers"),
-            "num_heads": check_positive_int(num_heads, "num_heads"),
-            "d_ff": d_ff,
-            "max_len": check_positive_int(max_len, "max_len"),
-            "type_vocab_size": check_positive_int(type_vocab_size, "type_vocab_size"),
-            "dropout": check_dropout(dropout),
-            "pad_id": check_index(pad_id, "pad_id", vocab_size, "vocab_size"),
-        }
-        self.pad_id = pad_id
-        self.token_embedding = nn.Embedding(vocab_size, d_model)
-        self.position_embedding = nn.Embedding(max_len, d_model)
-        self.segment_embedding = nn.Embedding(type_vocab_size, d_model)
-        self.embedding_norm = nn.LayerNorm(d_model, eps=1e-12)
-        self.dropout = nn.Dropout(dropout)
-        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, dropout)
+        self.config = c = check_type(config, "config", TinyBertConfig)
+        self.token_embedding = nn.Embedding(c.vocab_size, c.d_model)
+        self.position_embedding = nn.Embedding(c.max_len, c.d_model)
+        self.segment_embedding = nn.Embedding(c.type_vocab_size, c.d_model)
+        self.embedding_norm = nn.LayerNorm(c.d_model, eps=1e-12)
+        self.dropout = nn.Dropout(c.dropout)
+        self.encoder = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout)
         # MLM head; its output matrix is token_embedding.weight (tied), only the bias is its own.
-        self.mlm_dense = nn.Linear(d_model, d_model)
-        self.mlm_norm = nn.LayerNorm(d_model, eps=1e-12)
-        self.mlm_bias = nn.Parameter(torch.zeros(vocab_size))
+        self.mlm_dense = nn.Linear(c.d_model, c.d_model)
+        self.mlm_norm = nn.LayerNorm(c.d_model, eps=1e-12)
+        self.mlm_bias = nn.Parameter(torch.zeros(c.vocab_size))
         # NSP head: BERT's "pooler" (dense + tanh on [CLS]) and a 2-way classifier.
-        self.pooler = nn.Linear(d_model, d_model)
-        self.nsp_classifier = nn.Linear(d_model, 2)
+        self.pooler = nn.Linear(c.d_model, c.d_model)
+        self.nsp_classifier = nn.Linear(c.d_model, 2)
         self.apply(self._init_weights)
+        inner_checks_off(self)
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
@@ -125,16 +101,17 @@ class TinyBert(nn.Module):
         attention_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Contextual vectors ``(batch, n, d_model)`` of every position."""
-        check_token_ids(input_ids, "input_ids", "(batch, n)", self.config["vocab_size"])
+        c = self.config
+        check_token_ids(input_ids, "input_ids", "(batch, n)", c.vocab_size)
         n = input_ids.shape[1]
-        if n > self.config["max_len"]:
+        if n > c.max_len:
             raise ValueError(
                 f"input_ids has n={n} positions but the model has only max_len="
-                f"{self.config['max_len']} position embeddings"
+                f"{c.max_len} position embeddings"
             )
         if segment_ids is None:
             segment_ids = torch.zeros_like(input_ids)
-        check_token_ids(segment_ids, "segment_ids", "(batch, n)", self.config["type_vocab_size"],
+        check_token_ids(segment_ids, "segment_ids", "(batch, n)", c.type_vocab_size,
                         "type_vocab_size")  # fmt: skip
         if segment_ids.shape != input_ids.shape:
             raise ValueError(
@@ -142,11 +119,21 @@ class TinyBert(nn.Module):
                 f"got {tuple(segment_ids.shape)}"
             )
         if attention_mask is None:
-            attention_mask = input_ids != self.pad_id
+            attention_mask = input_ids != c.pad_id
         if not isinstance(attention_mask, torch.Tensor) or attention_mask.dtype != torch.bool:
             got = getattr(attention_mask, "dtype", type(attention_mask).__name__)
             raise TypeError(
                 f"attention_mask must be a boolean torch.Tensor (batch, n), True = real token; got {got}"
+            )
+        if attention_mask.shape != input_ids.shape:
+            raise ValueError(
+                f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)}, "
+                f"got {tuple(attention_mask.shape)}"
+            )
+        if not attention_mask.any(dim=1).all():
+            raise ValueError(
+                "attention_mask: some sequence has no real token (a row of all False); each "
+                "sequence needs at least one, or its attention is 0/0"
             )
         positions = torch.arange(n, device=input_ids.device)
         x = (
@@ -160,19 +147,19 @@ class TinyBert(nn.Module):
 
     def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Scores over the vocabulary ``(..., vocab)`` from hidden vectors ``(..., d_model)``."""
-        check_last_dim(hidden, "hidden", self.config["d_model"])
+        check_last_dim(hidden, "hidden", self.config.d_model)
         h = self.mlm_norm(F.gelu(self.mlm_dense(hidden)))
         return h @ self.token_embedding.weight.T + self.mlm_bias
 
     def nsp_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Scores ``(batch, 2)`` for "B is random" (0) / "B follows A" (1), from the [CLS] vector."""
-        check_features(hidden, "hidden", self.config["d_model"])
+        check_features(hidden, "hidden", self.config.d_model)
         return self.nsp_classifier(torch.tanh(self.pooler(hidden[:, 0])))
 
     @property
-    def attn_weights(self) -> list[torch.Tensor | None]:
+    def attention_weights(self) -> list[torch.Tensor | None]:
         """Each layer's attention weights ``(batch, heads, n, n)`` from the last call."""
-        return self.encoder.attn_weights
+        return self.encoder.attention_weights
 
 
 _BATCH_KEYS = ("input_ids", "segment_ids", "attention_mask", "mlm_labels", "nsp_labels")
@@ -201,19 +188,22 @@ def _outputs(model: TinyBert, batch: dict):
     return model.mlm_logits(hidden[picked]), batch["mlm_labels"][picked], model.nsp_logits(hidden)
 
 
-def pretraining_loss(
-    model: TinyBert, batch: dict, return_parts: bool = False
-) -> torch.Tensor | tuple[torch.Tensor, tuple[float, float]]:
-    """BERT's pretraining loss on a batch from :class:`course_lib.data.pretraining.PretrainingData`.
-
-    ``MLM loss`` (mean cross-entropy over picked positions) ``+ NSP loss`` (mean over pairs).
-    With ``return_parts`` also returns ``(mlm_loss, nsp_loss)`` as floats.
-    """
+def pretraining_losses(model: TinyBert, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT's two pretraining losses on a batch from
+    :class:`course_lib.data.pretraining.PretrainingData`: ``(mlm_loss, nsp_loss)``, the mean
+    cross-entropy over the picked positions and over the sentence pairs."""
     mlm_logits, mlm_targets, nsp_logits = _outputs(model, batch)
-    mlm = F.cross_entropy(mlm_logits, mlm_targets)
-    nsp = F.cross_entropy(nsp_logits, batch["nsp_labels"])
-    loss = mlm + nsp
-    return (loss, (mlm.item(), nsp.item())) if return_parts else loss
+    return F.cross_entropy(mlm_logits, mlm_targets), F.cross_entropy(
+        nsp_logits, batch["nsp_labels"]
+    )
+
+
+def pretraining_loss(model: TinyBert, batch: dict) -> torch.Tensor:
+    """BERT's pretraining loss: ``MLM loss + NSP loss`` (:func:`pretraining_losses`), both
+    computed on the same examples and simply added, as in ``transformers``'
+    ``BertForPreTraining``."""
+    mlm, nsp = pretraining_losses(model, batch)
+    return mlm + nsp
 
 
 @torch.no_grad()
@@ -223,14 +213,14 @@ def pretraining_accuracy(model: TinyBert, batches: Iterable[dict]) -> dict[str, 
         raise TypeError(
             "batches must be an iterable of batch dicts, got one dict; wrap it in [batch]"
         )
-    model.eval()
     mlm_right = mlm_total = nsp_right = nsp_total = 0
-    for batch in batches:
-        mlm_logits, mlm_targets, nsp_logits = _outputs(model, batch)
-        mlm_right += int((mlm_logits.argmax(-1) == mlm_targets).sum())
-        mlm_total += int(mlm_targets.numel())
-        nsp_right += int((nsp_logits.argmax(-1) == batch["nsp_labels"]).sum())
-        nsp_total += int(batch["nsp_labels"].numel())
+    with eval_mode(model):
+        for batch in batches:
+            mlm_logits, mlm_targets, nsp_logits = _outputs(model, batch)
+            mlm_right += int((mlm_logits.argmax(-1) == mlm_targets).sum())
+            mlm_total += int(mlm_targets.numel())
+            nsp_right += int((nsp_logits.argmax(-1) == batch["nsp_labels"]).sum())
+            nsp_total += int(batch["nsp_labels"].numel())
     if not nsp_total:
         raise ValueError("batches is empty: there is nothing to measure")
     return {"mlm_accuracy": mlm_right / mlm_total, "nsp_accuracy": nsp_right / nsp_total}
@@ -261,25 +251,16 @@ def bert_parameter_count(
     v = check_positive_int(vocab_size, "vocab_size")
     h = check_positive_int(hidden_size, "hidden_size")
     n_layers = check_positive_int(num_hidden_layers, "num_hidden_layers")
-    heads = check_positive_int(num_attention_heads, "num_attention_heads")
+    check_heads(h, num_attention_heads, names=("hidden_size", "num_attention_heads"))
     i = check_positive_int(intermediate_size, "intermediate_size")
     p = check_positive_int(max_position_embeddings, "max_position_embeddings")
     t = check_positive_int(type_vocab_size, "type_vocab_size")
-    if h % heads:
-        raise ValueError(
-            f"hidden_size={h} is not divisible by num_attention_heads={heads} "
-            "(BertConfig refuses this too)"
-        )
     embeddings = (v + p + t) * h + 2 * h
     layer = 4 * h * h + 2 * h * i + 9 * h + i
     pooler = h * h + h
     return embeddings + n_layers * layer + pooler
 
 
-# The lecture's tiny BERT: its size, and how tools/train_tiny_bert.py pretrains the checkpoint.
-# Typed and commented in configs.py; these dict spellings are what lecture 08 prints.
-TINY_BERT_CONFIG = TINY_BERT.as_dict()
-TINY_BERT_TRAINING = TINY_BERT_PRETRAINING.as_dict()
 CHECKPOINT = Path(__file__).resolve().parents[1] / "data" / "tiny_bert.pt"
 
 
@@ -293,7 +274,7 @@ def load_tiny_bert(path: str | Path | None = None) -> tuple[TinyBert, dict]:
     path = checkpoint_path(path, CHECKPOINT)
     ckpt = torch.load(path, map_location="cpu", weights_only=True)
     check_checkpoint(ckpt, ("vocab_size", "config", "state_dict"), path, "TinyBert")
-    model = TinyBert(ckpt["vocab_size"], **ckpt["config"])
+    model = TinyBert(TinyBertConfig(vocab_size=ckpt["vocab_size"], **ckpt["config"]))
     model.load_state_dict(ckpt["state_dict"])
     model.eval()
     meta = {k: v for k, v in ckpt.items() if k != "state_dict"}
@@ -328,13 +309,12 @@ def fill_in(
     cls, sep = tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"]
     input_ids = [cls, *ids, sep, sep]  # [CLS] A [SEP] B [SEP] with B empty
     segments = [0] * (len(ids) + 2) + [1]
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
+    with eval_mode(model), torch.no_grad():
         hidden = model(torch.tensor([input_ids]), torch.tensor([segments]))  # (1, n, d)
         probs = model.mlm_logits(hidden[0, i + 1]).softmax(-1)  # +1: [CLS] comes first
-    model.train(was_training)
     top = probs.topk(top_k)
     guesses = [(tokenizer.id_to_token[int(j)], float(q))
                for q, j in zip(top.values, top.indices, strict=True)]  # fmt: skip
-    return text.replace(word, "[MASK]", 1), guesses
+    # The masked token is the first whole word `word` after a space (as the tokenizer saw it).
+    masked = re.sub(rf"(?<=\s){re.escape(word)}(?!\w)", "[MASK]", text, count=1, flags=re.I)
+    return masked, guesses

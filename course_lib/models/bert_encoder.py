@@ -13,7 +13,7 @@ As the notes and the paper describe it (Devlin et al., 2019)::
 Padding: ``attention_mask`` (1 = real token, 0 = padding) hides padded *keys* from every query;
 padded positions still get (meaningless) vectors, exactly as in ``transformers``.
 
-:meth:`BertEncoder.from_hf` copies a ``transformers.BertModel`` (any ``BertConfig`` with
+:func:`course_lib.interop.from_hf` copies a ``transformers.BertModel`` (any ``BertConfig`` with
 absolute positions and a GELU or ReLU activation): the same numbers as ``transformers`` to ~1e-6
 (``tests/test_bert_encoder.py`` checks hidden states and attention weights on padded batches of
 sentence pairs, on MiniLM's real weights and on random configurations).
@@ -26,53 +26,12 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .._validation import check_dropout, check_positive_int, check_positive_number, check_token_ids
-from ..layers import Encoder
-from ..layers.feedforward import ACTIVATIONS as FFN_ACTIVATIONS
+from .._validation import check_token_ids, check_type, inner_checks_off
+from ..configs import BertEncoderConfig
+from ..nn import Encoder
+from ..nn.attention import check_mask
 
-__all__ = [
-    "BertEncoderConfig",
-    "BertEncoder",
-    "BertEncoderOutput",
-    "hf_state_dict_to_ours",
-    "without_heads",
-]
-
-
-ACTIVATIONS = tuple(FFN_ACTIVATIONS)  # "relu", "gelu" (exact, erf), "gelu_new" (tanh)
-
-
-@dataclass
-class BertEncoderConfig:
-    """The numbers that define a BERT encoder (names as in ``transformers.BertConfig``)."""
-
-    vocab_size: int = 30522  # number of WordPiece tokens
-    hidden_size: int = 384  # H, the width of every token vector
-    num_hidden_layers: int = 6  # L, encoder layers in series
-    num_attention_heads: int = 12  # heads per layer; must divide H
-    intermediate_size: int = 1536  # width of the feed-forward block's hidden layer (4 H)
-    hidden_act: str = "gelu"  # feed-forward activation: "gelu" (exact, erf), "gelu_new", "relu"
-    max_position_embeddings: int = 512  # longest input (learned position table)
-    type_vocab_size: int = 2  # segments: sentence A and sentence B
-    layer_norm_eps: float = 1e-12  # epsilon of every LayerNorm (BERT: 1e-12, torch: 1e-5)
-    hidden_dropout_prob: float = 0.1  # dropout in training mode (embeddings, layers)
-    pad_token_id: int = 0  # id of [PAD]
-
-    def __post_init__(self):
-        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                     "intermediate_size", "max_position_embeddings", "type_vocab_size"):  # fmt: skip
-            check_positive_int(getattr(self, name), name)
-        if self.hidden_size % self.num_attention_heads:
-            raise ValueError(
-                f"hidden_size={self.hidden_size} is not divisible by "
-                f"num_attention_heads={self.num_attention_heads}"
-            )
-        if self.hidden_act not in ACTIVATIONS:
-            raise ValueError(
-                f"hidden_act must be one of {sorted(ACTIVATIONS)}, got {self.hidden_act!r}"
-            )
-        check_dropout(self.hidden_dropout_prob, "hidden_dropout_prob")
-        check_positive_number(self.layer_norm_eps, "layer_norm_eps")
+__all__ = ["BertEncoder", "BertEncoderOutput", "without_heads"]
 
 
 @dataclass
@@ -103,9 +62,7 @@ class BertEncoder(nn.Module):
 
     def __init__(self, config: BertEncoderConfig, add_pooler: bool = True):
         super().__init__()
-        if not isinstance(config, BertEncoderConfig):
-            raise TypeError(f"config must be a BertEncoderConfig, got {type(config).__name__}")
-        self.config = c = config
+        self.config = c = check_type(config, "config", BertEncoderConfig)
         self.word_embeddings = nn.Embedding(c.vocab_size, c.hidden_size)
         self.position_embeddings = nn.Embedding(c.max_position_embeddings, c.hidden_size)
         self.token_type_embeddings = nn.Embedding(c.type_vocab_size, c.hidden_size)
@@ -116,6 +73,7 @@ class BertEncoder(nn.Module):
             c.hidden_dropout_prob, layer_norm_eps=c.layer_norm_eps, activation=c.hidden_act,
         )  # fmt: skip
         self.pooler = nn.Linear(c.hidden_size, c.hidden_size) if add_pooler else None
+        inner_checks_off(self)
 
     def embed(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None):
         """``hidden_states[0]``: LayerNorm(word + position + segment embeddings), ``(batch, n, H)``."""
@@ -147,11 +105,13 @@ class BertEncoder(nn.Module):
             attention_mask = torch.ones_like(ids)
         self._check(attention_mask, "attention_mask", ids.shape)
         keys = attention_mask.bool()[:, None, :]  # (batch, 1, n): every query sees the real keys
+        check_mask(keys, ids.shape[0], self.config.num_attention_heads, ids.shape[1], ids.shape[1],
+                   "attention_mask")  # fmt: skip
         hidden = [self.embed(ids, token_type_ids)]
         attentions = []
         for layer in self.encoder.layers:
             hidden.append(layer(hidden[-1], keys))
-            attentions.append(layer.attn_weights)
+            attentions.append(layer.attention_weights)
         last = hidden[-1]
         pooled = torch.tanh(self.pooler(last[:, 0])) if self.pooler is not None else None
         return BertEncoderOutput(last, tuple(hidden), tuple(attentions), pooled)
@@ -172,40 +132,6 @@ class BertEncoder(nn.Module):
                 f"{self.config.max_position_embeddings}"
             )
         return t
-
-    @classmethod
-    def from_hf(cls, model) -> BertEncoder:
-        """Copy a ``transformers.BertModel`` (weights and configuration) into a new encoder.
-
-        ``transformers`` names -> ours: ``embeddings.*_embeddings`` -> ``*_embeddings``,
-        ``embeddings.LayerNorm`` -> ``embedding_norm``; per layer ``attention.self.query/key/
-        value`` -> ``self_attn.w_q/w_k/w_v``, ``attention.output.dense`` -> ``self_attn.w_o``,
-        ``attention.output.LayerNorm`` -> ``norm1``, ``intermediate.dense`` -> ``ffn.linear1``,
-        ``output.dense`` -> ``ffn.linear2``, ``output.LayerNorm`` -> ``norm2``;
-        ``pooler.dense`` -> ``pooler``.
-        """
-        hf_cfg = getattr(model, "config", None)
-        if hf_cfg is None or not hasattr(model, "embeddings") or not hasattr(model, "encoder"):
-            raise TypeError(f"model must be a transformers BertModel, got {type(model).__name__}")
-        if getattr(hf_cfg, "position_embedding_type", "absolute") != "absolute":
-            raise ValueError("only position_embedding_type='absolute' can be copied")
-        act = hf_cfg.hidden_act if isinstance(hf_cfg.hidden_act, str) else "?"
-        config = BertEncoderConfig(
-            vocab_size=hf_cfg.vocab_size,
-            hidden_size=hf_cfg.hidden_size,
-            num_hidden_layers=hf_cfg.num_hidden_layers,
-            num_attention_heads=hf_cfg.num_attention_heads,
-            intermediate_size=hf_cfg.intermediate_size,
-            hidden_act=act,
-            max_position_embeddings=hf_cfg.max_position_embeddings,
-            type_vocab_size=hf_cfg.type_vocab_size,
-            layer_norm_eps=hf_cfg.layer_norm_eps,
-            hidden_dropout_prob=hf_cfg.hidden_dropout_prob,
-            pad_token_id=hf_cfg.pad_token_id if hf_cfg.pad_token_id is not None else 0,
-        )
-        new = cls(config, add_pooler=getattr(model, "pooler", None) is not None)
-        new.load_state_dict(hf_state_dict_to_ours(model.state_dict(), config.num_hidden_layers))
-        return new.to(model.embeddings.word_embeddings.weight.dtype).eval()
 
 
 def without_heads(encoder: BertEncoder, heads) -> BertEncoder:
@@ -237,40 +163,3 @@ def without_heads(encoder: BertEncoder, heads) -> BertEncoder:
         with torch.no_grad():
             w_o[:, head * d_head : (head + 1) * d_head] = 0.0
     return new
-
-
-def hf_state_dict_to_ours(state: dict, num_layers: int) -> dict:
-    """Rename a ``transformers.BertModel`` state dict (keys as in :meth:`BertEncoder.from_hf`)."""
-    if not isinstance(state, dict):
-        raise TypeError(
-            f"state must be a dict name -> tensor (a state_dict()), got {type(state).__name__}"
-        )
-    check_positive_int(num_layers, "num_layers")
-    names = {
-        "embeddings.word_embeddings": "word_embeddings",
-        "embeddings.position_embeddings": "position_embeddings",
-        "embeddings.token_type_embeddings": "token_type_embeddings",
-        "embeddings.LayerNorm": "embedding_norm",
-        "pooler.dense": "pooler",
-    }
-    for i in range(num_layers):
-        hf, ours = f"encoder.layer.{i}.", f"encoder.layers.{i}."
-        names |= {
-            hf + "attention.self.query": ours + "self_attn.w_q",
-            hf + "attention.self.key": ours + "self_attn.w_k",
-            hf + "attention.self.value": ours + "self_attn.w_v",
-            hf + "attention.output.dense": ours + "self_attn.w_o",
-            hf + "attention.output.LayerNorm": ours + "norm1",
-            hf + "intermediate.dense": ours + "ffn.linear1",
-            hf + "output.dense": ours + "ffn.linear2",
-            hf + "output.LayerNorm": ours + "norm2",
-        }
-    out = {}
-    for key, value in state.items():
-        prefix, _, leaf = key.rpartition(".")
-        if prefix not in names:
-            if key.endswith("position_ids") or key.endswith("token_type_ids"):
-                continue  # buffers, not weights
-            raise ValueError(f"unexpected weight {key!r} in the BertModel state dict")
-        out[f"{names[prefix]}.{leaf}"] = value
-    return out

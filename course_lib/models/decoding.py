@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from .._validation import check_module, check_positive_int, check_str, check_token_ids
+from ..nn import eval_mode
 
 __all__ = ["greedy_decode", "beam_search", "translate"]
 
@@ -44,9 +45,7 @@ def greedy_decode(
     """
     check_module(model)
     max_len = check_positive_int(max_len, "max_len")
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         memory = model.encode(src, src_mask)
         ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)
         done = torch.zeros(src.shape[0], dtype=torch.bool)
@@ -58,8 +57,6 @@ def greedy_decode(
             done |= next_word == eos_id
             if done.all():
                 break
-    finally:
-        model.train(was_training)
     return ys[:, 1:]
 
 
@@ -117,9 +114,7 @@ def beam_search(
         raise ValueError(
             f"beam_search translates one sentence: src must be (1, S), got {tuple(src.shape)}"
         )
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         memory = model.encode(src, src_mask)
         beams: list[tuple[list[int], float]] = [([bos_id], 0.0)]
         finished: list[tuple[list[int], float]] = []
@@ -155,8 +150,6 @@ def beam_search(
                 break
             if not length_penalty and ranked and ranked[0] >= beams[0][1]:
                 break
-    finally:
-        model.train(was_training)
     best = max(finished or beams, key=lambda c: _rank(c, length_penalty))
     return best[0][1:]
 

@@ -5,7 +5,7 @@ an end-of-sequence token or reaches a predefined maximum length") and of lecture
 decoder, for any model with
 
 * ``forward(ids, cache=None) -> logits (batch, n, vocab)`` where ``cache`` is a
-  :class:`course_lib.causal_attention.KVCache` filled in place, and
+  :class:`course_lib.nn.KVCache` filled in place, and
 * a ``max_len`` attribute: the context length (most positions it can look at).
 
 Choosing the next token from the last position's logits (:func:`next_token`):
@@ -18,13 +18,14 @@ Choosing the next token from the last position's logits (:func:`next_token`):
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import torch
 from torch import nn
 
 from .._validation import check_context, check_module, check_positive_int, check_str
-from ..causal_attention import KVCache
+from ..nn import KVCache, eval_mode
 from ..tokenization import BPETokenizer
 
 __all__ = [
@@ -46,8 +47,6 @@ def _check_logits(logits) -> torch.Tensor:
         raise TypeError(f"logits must be a floating torch.Tensor (..., vocab), got {got}")
     if logits.ndim < 1 or logits.shape[-1] == 0:
         raise ValueError(f"logits must have shape (..., vocab), got {tuple(logits.shape)}")
-    if torch.isnan(logits).any():  # (batch, vocab) only: nan would be sampled or argmax'd silently
-        raise ValueError("logits contain nan; the model's output is broken (check its inputs)")
     return logits
 
 
@@ -95,6 +94,7 @@ def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
     sorted_probs, order = probs.sort(dim=-1, descending=True)
     before = sorted_probs.cumsum(dim=-1) - sorted_probs  # total of the more probable tokens
     keep_sorted = before < p - _TOLERANCE
+    keep_sorted[..., 0] = True  # the most probable token is always kept, however small p is
     keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
     return logits.masked_fill(~keep, float("-inf"))
 
@@ -102,9 +102,10 @@ def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
 def _check_temperature(temperature) -> float:
     if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
         raise TypeError(f"temperature must be a number, got {type(temperature).__name__}")
-    if not temperature >= 0:
+    if not 0 <= temperature < math.inf:
         raise ValueError(
-            f"temperature must be >= 0 (0 = greedy, 1 = the model's distribution), got {temperature}"
+            "temperature must be a finite number >= 0 (0 = greedy, 1 = the model's "
+            f"distribution), got {temperature}"
         )
     return float(temperature)
 
@@ -133,6 +134,15 @@ def next_token(
             "for one row use logits[None]"
         )
     temperature = _check_temperature(temperature)
+    if top_k is not None:
+        check_positive_int(top_k, "top_k")
+    if top_p is not None:
+        _check_top_p(top_p)
+    return _pick(logits, temperature, top_k, top_p, generator)
+
+
+def _pick(logits, temperature, top_k, top_p, generator) -> torch.Tensor:
+    """:func:`next_token` after its checks (``generate`` checks its arguments once)."""
     if temperature == 0:
         return logits.argmax(dim=-1)
     logits = logits / temperature
@@ -185,8 +195,35 @@ def generate(
         ValueError: temperature < 0, top_k < 1, top_p outside (0, 1], a prompt longer than the
             context, or ids not ``(batch, n)``.
     """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    context = _check_generate_args(model, ids, temperature, top_k, top_p, eos_id)
+    max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens", allow_zero=True)
+    with eval_mode(model):
+        cache = KVCache() if use_cache else None
+        done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
+        fresh = ids  # the tokens the model has not processed yet
+        for _ in range(max_new_tokens):
+            if cache is None or len(cache) + fresh.shape[1] > context:
+                if cache is not None:
+                    cache = KVCache()  # the window slides: rebuild the cache from it
+                logits = model(ids[:, -context:], cache)  # (B, n, vocab)
+            else:
+                logits = model(fresh, cache)  # (B, n_fresh, vocab)
+            if eos_id is not None and eos_id >= logits.shape[-1]:
+                raise ValueError(f"eos_id must be in [0, vocab={logits.shape[-1]}), got {eos_id}")
+            token = _pick(logits[:, -1], temperature, top_k, top_p, generator)  # (B,)
+            if eos_id is not None:
+                token = token.masked_fill(done, eos_id)
+                done |= token == eos_id
+            ids = torch.cat([ids, token[:, None]], dim=1)  # (B, n + 1)
+            fresh = token[:, None]  # (B, 1)
+            if done.all():
+                break
+    return ids
+
+
+def _check_generate_args(model, ids, temperature, top_k, top_p, eos_id) -> int:
+    """generate's door: every argument once, before the loop. Returns the context length."""
+    check_module(model)
     context = check_context(model)
     if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long:
         raise TypeError(
@@ -203,39 +240,17 @@ def generate(
             f"ids: the prompt has {ids.shape[1]} tokens but the model's context is "
             f"max_len={context}; shorten the prompt (e.g. ids[:, -{context}:])"
         )
-    max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens", allow_zero=True)
-    temperature = _check_temperature(temperature)
+    _check_temperature(temperature)
     if top_k is not None:
         check_positive_int(top_k, "top_k")
     if top_p is not None:
         _check_top_p(top_p)
     if eos_id is not None:
-        eos_id = check_positive_int(eos_id, "eos_id", allow_zero=True)
-
-    was_training = model.training
-    model.eval()
-    try:
-        cache = KVCache() if use_cache else None
-        done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
-        fresh = ids  # the tokens the model has not processed yet
-        for _ in range(max_new_tokens):
-            if cache is None or len(cache) + fresh.shape[1] > context:
-                if cache is not None:
-                    cache = KVCache()  # the window slides: rebuild the cache from it
-                logits = model(ids[:, -context:], cache)  # (B, n, vocab)
-            else:
-                logits = model(fresh, cache)  # (B, n_fresh, vocab)
-            token = next_token(logits[:, -1], temperature, top_k, top_p, generator)  # (B,)
-            if eos_id is not None:
-                token = token.masked_fill(done, eos_id)
-                done |= token == eos_id
-            ids = torch.cat([ids, token[:, None]], dim=1)
-            fresh = token[:, None]
-            if done.all():
-                break
-    finally:
-        model.train(was_training)
-    return ids
+        check_positive_int(eos_id, "eos_id", allow_zero=True)
+        vocab = getattr(getattr(model, "config", None), "vocab_size", None)
+        if isinstance(vocab, int) and eos_id >= vocab:
+            raise ValueError(f"eos_id must be in [0, vocab_size={vocab}), got {eos_id}")
+    return context
 
 
 @torch.no_grad()
@@ -258,12 +273,8 @@ def next_token_table(
     ids = torch.tensor([tokenizer.encode(prompt)], dtype=torch.long)
     if ids.shape[1] == 0:
         raise ValueError("prompt: it has no tokens; give at least one character")
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         probs = torch.softmax(model(ids[:, -model.max_len :])[0, -1].double(), dim=-1)
-    finally:
-        model.train(was_training)
     top = probs.topk(min(k, probs.numel()))
     return [
         (tokenizer.decode([i]), p)

@@ -166,7 +166,7 @@ class AttentionSeq2SeqGRU(nn.Module):
     over the real source words, context ``c_i = Σ_j α_ij h_j``, new state
     ``s_i = GRU([emb(y_{i-1}); c_i], s_{i-1})``, logits from ``[s_i; c_i; emb(y_{i-1})]``.
     After :meth:`decode`, ``self.attention_weights`` holds the weights ``(batch, T, S)``: the
-    alignment matrix (``attention`` is its older name, read by lecture 07).
+    alignment matrix.
     """
 
     def __init__(
@@ -182,11 +182,6 @@ class AttentionSeq2SeqGRU(nn.Module):
         self.cell = nn.GRUCell(emb + 2 * hidden, hidden)
         self.out = nn.Linear(hidden + 2 * hidden + emb, tgt_vocab)
         self.attention_weights: torch.Tensor | None = None
-
-    @property
-    def attention(self) -> torch.Tensor | None:
-        """Older name of :attr:`attention_weights` (lecture 07 reads it)."""
-        return self.attention_weights
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor):
         """``(states (B, S, 2H), final (B, 2H))``: all encoder states are kept."""

@@ -15,12 +15,14 @@ import torch
 from torch import nn
 
 from .._validation import (
+    check_features,
     check_positive_int,
     check_src_mask,
     check_token_ids,
     check_translation_sizes,
+    inner_checks_off,
 )
-from ..layers import Decoder, Encoder
+from ..nn import Decoder, Encoder
 from ..positional import positional_encoding
 
 __all__ = ["TransformerTranslator"]
@@ -37,7 +39,7 @@ class TransformerTranslator(nn.Module):
         pad_id: id of ``<pad>``.
         norm_first: pre-LN layers (train more easily with few steps and no warm-up tricks).
 
-    After a call, ``self.decoder.cross_attn_weights`` lists per layer the weights
+    After a call, ``self.decoder.cross_attention_weights`` lists per layer the weights
     ``(batch, heads, T, S)`` of the target positions over the source words.
     """
 
@@ -64,6 +66,7 @@ class TransformerTranslator(nn.Module):
         self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, dropout, norm_first)
         self.out = nn.Linear(d_model, tgt_vocab)
         self.dropout = nn.Dropout(dropout)
+        inner_checks_off(self)  # encode and decode check their inputs at the door
 
     def _embed(self, table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
         n = ids.shape[1]
@@ -80,10 +83,13 @@ class TransformerTranslator(nn.Module):
     def decode(
         self, memory: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor
     ) -> torch.Tensor:
-        """Logits ``(batch, T, tgt_vocab)``; the decoder applies the causal mask itself."""
+        """Logits ``(batch, T, tgt_vocab)``; the decoder applies the causal mask itself
+        (``causal=True``, its default)."""
         check_token_ids(tgt_in, "tgt_in", "(batch, length)", self.tgt_embed.num_embeddings)
-        causal = torch.ones(tgt_in.shape[1], tgt_in.shape[1], dtype=torch.bool).tril()
-        x = self.decoder(self._embed(self.tgt_embed, tgt_in), memory, causal, src_mask[:, None, :])
+        check_features(memory, "memory", self.d_model)
+        x = self.decoder(
+            self._embed(self.tgt_embed, tgt_in), memory, memory_mask=src_mask[:, None, :]
+        )
         return self.out(x)
 
     def forward(self, src, src_mask, tgt_in):

@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 
-from .._validation import check_flag, check_str
+from .._validation import check_flag, check_positive_int, check_str
 
 __all__ = ["basic_tokenize", "wordpiece", "wordpiece_tokenize", "load_vocab"]
 
@@ -96,6 +96,8 @@ def wordpiece(
     ['un', '##aff', '##able']
     """
     check_str(word, "word")
+    check_str(unk_token, "unk_token")
+    max_chars = check_positive_int(max_chars, "max_chars")
     if not isinstance(vocab, (Mapping, set, frozenset, list, tuple)):
         raise TypeError(
             "vocab must be a set of tokens or a dict token -> id (a str would be searched as a "

@@ -86,6 +86,12 @@ def train_bpe_with_history(
             raise ValueError("byte_level BPE keeps the text as it is: no lowercase, no unk_token")
         word_counts = Counter(w for t in texts for w in pretokenize_bytes(t))
         alphabet = set(bytes_to_unicode().values())
+        if vocab_size < len(alphabet) + len(special_tokens):
+            raise ValueError(
+                f"vocab_size={vocab_size} is smaller than byte-level BPE's alphabet: 256 bytes "
+                f"+ {len(special_tokens)} special tokens = {256 + len(special_tokens)}; ask for "
+                "more (merges come on top)"
+            )
     else:
         word_counts = Counter(w for t in texts for w in pretokenize(t, lowercase))
         alphabet = {c for w in word_counts for c in w}

@@ -5,8 +5,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._validation import check_positive_int
-from .blocks import DecoderLayer, EncoderLayer
+from .._validation import check_features, check_positive_int, inner_checks_off
+from .attention import check_mask
+from .blocks import DecoderLayer, EncoderLayer, check_decoder_inputs
 
 __all__ = ["Encoder", "Decoder"]
 
@@ -18,19 +19,10 @@ class _Stack(nn.Module):
     layer_class: type[nn.Module]
 
     def __init__(
-        self,
-        num_layers: int,
-        d_model: int,
-        num_heads: int,
-        d_ff: int | None = None,
-        dropout: float = 0.0,
-        norm_first: bool = False,
-        *,
-        final_norm: bool | None = None,
-        bias: bool = True,
-        layer_norm_eps: float = 1e-5,
-        activation: str = "relu",
-    ):
+        self, num_layers: int, d_model: int, num_heads: int, d_ff: int | None = None,
+        dropout: float = 0.0, norm_first: bool = False, *, final_norm: bool | None = None,
+        bias: bool = True, layer_norm_eps: float = 1e-5, activation: str = "relu",
+    ):  # fmt: skip
         super().__init__()
         check_positive_int(num_layers, "num_layers")
         self.layers = nn.ModuleList(
@@ -40,8 +32,11 @@ class _Stack(nn.Module):
             )
             for _ in range(num_layers)
         )  # fmt: skip
+        self.d_model, self.num_heads = d_model, num_heads
         final_norm = norm_first if final_norm is None else final_norm
         self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias) if final_norm else None
+        inner_checks_off(self)
+        self.checks = True  # off inside a model whose forward has checked its input
 
     def _finish(self, x: torch.Tensor) -> torch.Tensor:
         return x if self.norm is None else self.norm(x)
@@ -54,13 +49,15 @@ class Encoder(_Stack):
     arguments are :class:`EncoderLayer`'s.
 
     ``forward(x, mask=None)``: ``(batch, n, d_model)`` -> ``(batch, n, d_model)``.
-    :attr:`attention_weights` lists each layer's last weights ``(batch, heads, n, n)``
-    (``attn_weights`` is its older name).
+    :attr:`attention_weights` lists each layer's last weights ``(batch, heads, n, n)``.
     """
 
     layer_class = EncoderLayer
 
     def forward(self, x: torch.Tensor, mask=None) -> torch.Tensor:
+        if self.checks:
+            check_features(x, "x", self.d_model)
+            check_mask(mask, x.shape[0], self.num_heads, x.shape[1], x.shape[1])
         for layer in self.layers:
             x = layer(x, mask)
         return self._finish(x)
@@ -68,16 +65,6 @@ class Encoder(_Stack):
     @property
     def attention_weights(self) -> list[torch.Tensor | None]:
         return [layer.attention_weights for layer in self.layers]
-
-    attn_weights = attention_weights  # older name, read by lectures 05 and 09
-
-    @classmethod
-    def from_torch(cls, module: nn.TransformerEncoder) -> Encoder:
-        """Copy a ``torch.nn.TransformerEncoder``; see
-        :func:`course_lib.layers.from_torch.stack_from_torch`."""
-        from .from_torch import stack_from_torch
-
-        return stack_from_torch(cls, module)
 
 
 class Decoder(_Stack):
@@ -94,6 +81,8 @@ class Decoder(_Stack):
         self, x: torch.Tensor, memory: torch.Tensor, self_mask=None, memory_mask=None, *,
         causal: bool = True,
     ) -> torch.Tensor:  # fmt: skip
+        if self.checks:
+            check_decoder_inputs(x, memory, self_mask, memory_mask, self.d_model, self.num_heads)
         for layer in self.layers:
             x = layer(x, memory, self_mask, memory_mask, causal=causal)
         return self._finish(x)
@@ -105,14 +94,3 @@ class Decoder(_Stack):
     @property
     def cross_attention_weights(self) -> list[torch.Tensor | None]:
         return [layer.cross_attention_weights for layer in self.layers]
-
-    self_attn_weights = self_attention_weights  # older names, read by lectures 07 and 99
-    cross_attn_weights = cross_attention_weights
-
-    @classmethod
-    def from_torch(cls, module: nn.TransformerDecoder) -> Decoder:
-        """Copy a ``torch.nn.TransformerDecoder``; see
-        :func:`course_lib.layers.from_torch.stack_from_torch`."""
-        from .from_torch import stack_from_torch
-
-        return stack_from_torch(cls, module)

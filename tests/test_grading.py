@@ -431,9 +431,10 @@ def test_templates_are_the_committed_exercises_not_the_students_edits(tmp_path):
     ex.write_text(ex.read_text().replace("check_stable_softmax(stable_softmax)", "pass"))
     (clone / "exercises" / "99_mine.ipynb").write_text(STUB.read_text())
     code = (
-        "from tools import grade; c = grade.Course(); "
+        "from tools import grade; from tools.grading.course import QUIZZES; c = grade.Course(); "
         "t = c.templates['01_softmax']; print(sorted(c.templates) == sorted("
-        "p.stem for p in grade.EXERCISES.glob('[0-9][0-9]_*.ipynb') if p.stem != '99_mine'), "
+        "[p.stem for p in grade.EXERCISES.glob('[0-9][0-9]_*.ipynb') if p.stem != '99_mine'] "
+        "+ [p.stem for p in QUIZZES.glob('[0-9][0-9]_*_quiz.ipynb')]), "
         "'1.1' in t.checks)"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=clone, capture_output=True,

@@ -136,6 +136,10 @@ class Browser:
         method, params, session = msg["method"], msg.get("params", {}), msg.get("sessionId")
         if method == "Target.attachedToTarget":
             self._setup(params["sessionId"])
+        elif method == "Page.javascriptDialogOpening":
+            # JupyterLab's "leave this page?" prompt (a notebook still marked modified while the
+            # next one is navigated to) would block Page.navigate: accept it, as a user would.
+            self._post("Page.handleJavaScriptDialog", {"accept": True}, session)
         elif method == "Runtime.executionContextCreated":
             ctx = params["context"]
             self.contexts[(session, ctx["id"])] = ctx.get("auxData", {})

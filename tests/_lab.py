@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -20,6 +21,14 @@ from pathlib import Path
 from _browser import Browser
 
 from tools.in_clean_clone import private_home
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
 
 ROOT = Path(__file__).resolve().parents[1]
 URL = re.compile(r"Open the course at: (http://127\.0\.0\.1:(\d+)/\S+\?token=(\w+))")

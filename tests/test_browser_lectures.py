@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import difflib
 import shutil
-import socket
 import sys
 from pathlib import Path
 
 import pytest
 from _browser import Browser, environment_without_proxies
-from _lab import TOASTS_JS, lab_process, open_and_save
+from _lab import TOASTS_JS, free_port, lab_process, open_and_save
 
 from tools.in_clean_clone import private_home
 
@@ -34,12 +33,6 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_opening_and_saving_each_lecture_changes_nothing(chromium, tmp_path):
     root = tmp_path / "course"
     shutil.copytree(ROOT / "notebooks", root / "notebooks",
@@ -48,7 +41,7 @@ def test_opening_and_saving_each_lecture_changes_nothing(chromium, tmp_path):
     env = private_home(tmp_path / "home", environment_without_proxies())
     env["PYTHONPATH"] = str(ROOT)
     changed = {}
-    lab = [sys.executable, str(ROOT / "tools" / "lab.py"), "--port", str(_free_port()),
+    lab = [sys.executable, str(ROOT / "tools" / "lab.py"), "--port", str(free_port()),
            "--root-dir", str(root)]  # fmt: skip
     with lab_process(lab, env) as (url, _, token, _, _), Browser(chromium, timeout=120) as browser:
         base = url.split("/lab/")[0]

@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from _lab import lab_process
+from _lab import free_port, lab_process
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,12 +24,6 @@ pytestmark = [
         not (ROOT / ".venv" / ".installed").exists(), reason="needs `make venv` first"
     ),
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str, token: str | None = None):
@@ -61,7 +55,7 @@ def make_lab(port: int):
 
 
 def test_make_lab_serves_the_course_with_a_token():
-    port = _free_port()
+    port = free_port()
     with make_lab(port) as (url, got_port, token, proc, _):
         assert got_port == port
         assert url == f"http://127.0.0.1:{port}/lab/tree/README.md?token={token}"
@@ -113,7 +107,7 @@ def test_the_landing_page_is_the_readme_rendered(chromium):
     """In a real browser the printed URL shows README.md as a page, with links to the lectures."""
     from _browser import Browser
 
-    with make_lab(_free_port()) as (url, _, _, _, _), Browser(chromium, timeout=120) as browser:
+    with make_lab(free_port()) as (url, _, _, _, _), Browser(chromium, timeout=120) as browser:
         browser.navigate(url)
         title = browser.wait_for(
             lambda: browser.evaluate(

@@ -103,7 +103,9 @@ class TinyBertConfig:
     num_layers: int = 2  # encoder layers in the stack (BERT-Base: 12)
     num_heads: int = 4  # attention heads per layer; must divide d_model
     d_ff: int = 256  # hidden width of the feed-forward network, 4 * d_model
-    context_length: int = 64  # the number of learned position embeddings (HF: max_position_embeddings)
+    context_length: int = (
+        64  # the number of learned position embeddings (HF: max_position_embeddings)
+    )
     type_vocab_size: int = 2  # segment embeddings: sentence A and sentence B (for NSP)
     dropout: float = 0.0  # dropout probability; 0 keeps the short lecture run deterministic
     pad_id: int = 0  # id of [PAD]: attention ignores it when no attention_mask is given

@@ -63,7 +63,9 @@ LOGITS = torch.tensor([[0.0, 1.0, 2.0]])
 GPT_S = gpt.GPT(configs.GPTConfig(11, 8, d_model=8, num_heads=2, num_layers=1))
 MODERN_S = modern.ModernLM(configs.ModernConfig(11, 8, 2, 1, 1, 16, context_length=8))
 MODERN_2 = modern.ModernLM(configs.ModernConfig(11, 8, 2, 1, 2, 16, context_length=8))  # 2 layers
-BERT_CFG = configs.TinyBertConfig(20, d_model=8, num_layers=1, num_heads=2, d_ff=32, context_length=8)
+BERT_CFG = configs.TinyBertConfig(
+    20, d_model=8, num_layers=1, num_heads=2, d_ff=32, context_length=8
+)
 BERT_S = bert.TinyBert(BERT_CFG)
 ENC_CFG = configs.BertEncoderConfig(
     vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,

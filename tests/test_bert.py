@@ -83,7 +83,9 @@ def small_batch(vocab=50, batch=3, n=10):
 
 def test_shapes_and_tied_head():
     model = TinyBert(
-        TinyBertConfig(50, d_model=16, num_layers=2, num_heads=4, d_ff=32, context_length=12, dropout=0.0)
+        TinyBertConfig(
+            50, d_model=16, num_layers=2, num_heads=4, d_ff=32, context_length=12, dropout=0.0
+        )
     )
     b = small_batch()
     hidden = model(b["input_ids"], b["segment_ids"], b["attention_mask"])

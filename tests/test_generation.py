@@ -108,7 +108,9 @@ def test_sampling_frequencies_follow_the_filtered_distribution():
 @pytest.fixture(scope="module")
 def model():
     torch.manual_seed(0)
-    return GPT(GPTConfig(vocab_size=50, context_length=24, d_model=32, num_heads=4, num_layers=2)).eval()
+    return GPT(
+        GPTConfig(vocab_size=50, context_length=24, d_model=32, num_heads=4, num_layers=2)
+    ).eval()
 
 
 @pytest.mark.parametrize("prompt_len", [1, 5])

@@ -338,13 +338,19 @@ def test_beam_of_one_is_greedy(name):
         n = int(src_mask[b].sum())
         greedy = greedy_decode(model, src[b : b + 1, :n], src_mask[b : b + 1, :n], max_new_tokens=6)
         assert (
-            beam_search(model, src[b : b + 1, :n], src_mask[b : b + 1, :n], beam_size=1, max_new_tokens=6)
+            beam_search(
+                model, src[b : b + 1, :n], src_mask[b : b + 1, :n], beam_size=1, max_new_tokens=6
+            )
             == greedy[0].tolist()
         )
         assert (
             len(
                 beam_search(
-                    model, src[b : b + 1, :n], src_mask[b : b + 1, :n], beam_size=3, max_new_tokens=6
+                    model,
+                    src[b : b + 1, :n],
+                    src_mask[b : b + 1, :n],
+                    beam_size=3,
+                    max_new_tokens=6,
                 )
             )
             <= 6

@@ -299,7 +299,9 @@ def main() -> None:
             for k in range(steps_per_epoch):
                 idx = perm[k * args.batch_size : (k + 1) * args.batch_size]
                 # encode_sentences sorts the rows by length: reorder the labels alike
-                order, (b,) = encode_sentences(tokenizer, [texts[i] for i in idx], MAX_LENGTH, 10**6)
+                order, (b,) = encode_sentences(
+                    tokenizer, [texts[i] for i in idx], MAX_LENGTH, 10**6
+                )
                 for g, rate in zip(opt.param_groups, rates, strict=True):
                     g["lr"] = learning_rate_at(step, total, rate, total // 10)
                 out = full(b["input_ids"], b["token_type_ids"], b["attention_mask"])

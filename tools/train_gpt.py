@@ -90,7 +90,9 @@ def main() -> None:
     def batches(step: int):
         if step and step % cfg["eval_every"] == 0:
             evaluate(step)
-        return random_windows(fit_ids, cfg["batch_size"], TINY_GPT_CONFIG.context_length, window_gen)
+        return random_windows(
+            fit_ids, cfg["batch_size"], TINY_GPT_CONFIG.context_length, window_gen
+        )
 
     def loss_fn(model, batch):
         loss = lm_loss(model, batch)

@@ -211,7 +211,9 @@ def check_greedy_decode(student_fn, *, seed: int = 0) -> None:
             expected = greedy_decode(
                 model, s, s_mask, bos_id=1, eos_id=2, pad_id=0, max_new_tokens=max_new_tokens
             )
-            got = call_student(ex, student_fn, recipe, s.clone(), s_mask.clone(), 1, 2, 0, max_new_tokens)
+            got = call_student(
+                ex, student_fn, recipe, s.clone(), s_mask.clone(), 1, 2, 0, max_new_tokens
+            )
             hint = None
             if isinstance(got, torch.Tensor) and got.tolist() != expected.tolist():
                 for variant, mistake in _GREEDY_MISTAKES.items():

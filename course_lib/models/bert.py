@@ -41,7 +41,7 @@ from .._validation import (
 )
 from ..configs import TinyBertConfig, current_names
 from ..nn import Encoder, eval_mode
-from ..tokenization import SPACE, BPETokenizer
+from ..tokenization import BPETokenizer
 
 __all__ = [
     "TinyBert",

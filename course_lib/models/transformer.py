@@ -71,7 +71,9 @@ class TransformerTranslator(nn.Module):
     def _embed(self, table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
         n = ids.shape[1]
         if n > self.pe.shape[0]:
-            raise ValueError(f"sequence of length {n} is longer than context_length={self.pe.shape[0]}")
+            raise ValueError(
+                f"sequence of length {n} is longer than context_length={self.pe.shape[0]}"
+            )
         return self.dropout(table(ids) * math.sqrt(self.d_model) + self.pe[:n])
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:

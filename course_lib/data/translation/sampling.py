@@ -149,7 +149,12 @@ class TranslationData:
 
 
 def make_translation_data(
-    target: str = "ru", n_train: int = 20000, n_test: int = 600, *, seed: int = 0, max_words: int = 30
+    target: str = "ru",
+    n_train: int = 20000,
+    n_test: int = 600,
+    *,
+    seed: int = 0,
+    max_words: int = 30,
 ) -> TranslationData:
     """Generate a corpus and split it: no test sentence (source or target) occurs in training.
 

@@ -137,7 +137,7 @@ def _run(code: str) -> subprocess.CompletedProcess:
 
 # A Python where the given top-level packages are not installed (tests/_no_torch.py: the path
 # finder stops seeing them; sys.modules[name] = None would skip the machinery the message comes from).
-HIDE = f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r}); import _no_torch; _no_torch.hide(HIDDEN)"
+HIDE = "from tests._no_torch import hide; hide(HIDDEN)"  # run with cwd = the repository
 
 
 @pytest.mark.slow  # a Python subprocess each

@@ -192,7 +192,7 @@ CASES = [
     (C.clipped_counts, ("a", "a", 0), {}, ValueError, "n must be >= 1, got 0"),
     (C.modified_precision, ("a b", 3, 1), {}, TypeError, "references must be a str or a non-empty"),
     (C.modified_precision, ("a", "a", -1), {}, ValueError, "n must be >= 1, got -1"),
-    (C.modified_precision, (3, "a", 1), {}, TypeError, "tokens must be a str or a list of str"),
+    (C.modified_precision, (3, "a", 1), {}, TypeError, "hypothesis must be a str or a list of str tokens, got int"),
     (C.closest_ref_length, (3, []), {}, ValueError, "ref_lens must be a non-empty list of lengths"),
     (C.closest_ref_length, (-1, [2]), {}, ValueError, "hyp_len must be >= 0, got -1"),
     (C.closest_ref_length, ("3", [2]), {}, TypeError, "hyp_len must be an integer, got str"),

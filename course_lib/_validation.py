@@ -473,6 +473,11 @@ def check_probability(p, name: str) -> float:
 def check_class_ids(values, name: str, num_classes: int) -> np.ndarray:
     """``values`` as an integer array of class ids in ``[0, num_classes)``, else raise naming it."""
     v = np.asarray(values)
+    if v.dtype.kind not in "iuf" or v.ndim != 1:
+        raise TypeError(
+            f"{name} must be a list or 1-D array of class ids, got {type(values).__name__}"
+            + (f" of dtype {v.dtype}, shape {v.shape}" if isinstance(values, np.ndarray) else "")
+        )
     bad = v[(v < 0) | (v >= num_classes)] if v.dtype.kind in "iu" else v.ravel()
     if bad.size:
         raise ValueError(

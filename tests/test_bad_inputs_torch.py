@@ -374,7 +374,7 @@ CASES = [
      "beam_search translates one sentence: src must be (1, S), got (2, 3)"),
     (decoding.beam_search, (GRU, SRC, SRC_MASK), {"beam_size": 0}, ValueError, "beam_size must be >= 1, got 0"),
     (decoding.beam_search, (GRU, SRC, SRC_MASK), {"length_penalty": -1.0}, ValueError,
-     "length_penalty must be >= 0 (0 = plain log-probability), got -1.0"),
+     "length_penalty must be a finite number >= 0 (0 = plain log-probability), got -1.0"),
     (decoding.beam_search, (GRU, [[4, 5, 2]], SRC_MASK), {}, TypeError,
      "src must be a torch.long tensor of token ids (1, S), got list"),
     (decoding.translate, (GRU, "a b", VOCAB, VOCAB), {}, TypeError, "sentences must be a list of strings"),

@@ -450,6 +450,111 @@ TORCH_PROBES = {
 }
 
 
+# ---- the rest of the torch half's public functions: data, tokenization, training, decoding ----
+from course_lib import tokenization as tk  # noqa: E402
+from course_lib.data import language_modeling as lmd  # noqa: E402
+from course_lib.data import pretraining as ptd  # noqa: E402
+from course_lib.models import assistant as asst  # noqa: E402
+from course_lib.models import classifier, decoding, dpo, ngram, transformer  # noqa: E402
+from course_lib.training import learning_rate_at  # noqa: E402
+
+TOK = tk.train_bpe(["the cat sat on the mat", "a dog sat on a log"] * 3, 40)
+TRANSLATOR = transformer.TransformerTranslator(10, 10, 8, 2, 1, 16, context_length=16).eval()
+SRC = torch.tensor([[3, 4, 5, 2]])
+STREAM = torch.randint(0, 11, (50,), generator=torch.Generator().manual_seed(0))
+H = torch.randn(2, 3, 4)
+MASK_HF = torch.tensor([[1, 1, 0], [1, 1, 1]])
+WP_VOCAB = {"[UNK]": 0, "un": 1, "##aff": 2, "##able": 3, "the": 4}
+LOSS_MASK = torch.tensor([[False, True, True]])
+LOGPS = torch.tensor([-1.0, -2.0])
+
+VALID_MORE = [
+    (tk.pretokenize, dict(text="The cat.", lowercase=False)),
+    (tk.pretokenize_bytes, dict(text="The cat.")),
+    (tk.count_pairs, dict(words={("a", "b"): 2})),
+    (tk.merge_pair, dict(symbols=["a", "b", "c"], pair=("a", "b"))),
+    (tk.basic_tokenize, dict(text="The cat.", lowercase=True)),
+    (tk.wordpiece, dict(word="unaffable", vocab=WP_VOCAB, unk_token="[UNK]", max_chars=100)),
+    (
+        tk.wordpiece_tokenize,
+        dict(text="the unaffable", vocab=WP_VOCAB, lowercase=True, unk_token="[UNK]"),
+    ),
+    (ptd.split_documents, dict(documents=[["a."], ["b."], ["c."]], every=2)),
+    (ptd.pair_input, dict(tokens_a=[5, 6], tokens_b=[7], cls=1, sep=2)),
+    (ptd.truncate_pair, dict(tokens_a=[5, 6, 7], tokens_b=[8, 9], max_tokens=4)),
+    (
+        ptd.mask_tokens,
+        dict(
+            input_ids=np.array([[1, 5, 6, 7, 2]]),
+            rng=np.random.default_rng(0),
+            mask_id=4,
+            vocab_size=11,
+            special_ids=(0, 1, 2, 3, 4),
+            mask_prob=0.15,
+        ),
+    ),
+    (
+        lmd.random_windows,
+        dict(ids=STREAM, batch_size=2, length=4, generator=torch.Generator().manual_seed(0)),
+    ),
+    (lmd.bits_per_char, dict(nats_per_token=2.0, n_tokens=10, n_chars=30)),
+    (lmd.evaluate_lm, dict(model=GPT_S, ids=STREAM[:20], block=None)),
+    (lmd.known_word_fraction, dict(texts=["the cat"], reference=["the dog"])),
+    (learning_rate_at, dict(step=5, steps=10, lr=1e-3, warmup=2, schedule="cosine")),
+    (
+        decoding.greedy_decode,
+        dict(
+            model=TRANSLATOR,
+            src=SRC,
+            src_mask=SRC != 0,
+            bos_id=1,
+            eos_id=2,
+            pad_id=0,
+            max_new_tokens=3,
+        ),
+    ),
+    (
+        decoding.beam_search,
+        dict(
+            model=TRANSLATOR,
+            src=SRC,
+            src_mask=SRC != 0,
+            beam_size=2,
+            bos_id=1,
+            eos_id=2,
+            max_new_tokens=3,
+            length_penalty=0.0,
+        ),
+    ),
+    (classifier.mean_pool, dict(hidden=H, attention_mask=MASK_HF)),
+    (
+        classifier.segment_mean_pool,
+        dict(
+            hidden=torch.randn(2, 6, 4),
+            attention_mask=torch.ones(2, 6, dtype=torch.long),
+            token_type_ids=torch.tensor([[0, 0, 0, 1, 1, 1], [0, 0, 0, 0, 1, 1]]),
+        ),
+    ),
+    (classifier.accuracy_ci, dict(correct=[True, False, True], z=1.96)),
+    (classifier.confusion_matrix, dict(labels=[0, 1, 1], predictions=[0, 1, 0], num_classes=2)),
+    (
+        dpo.dpo_loss,
+        dict(
+            policy_chosen_logps=LOGPS,
+            policy_rejected_logps=LOGPS - 1,
+            reference_chosen_logps=LOGPS,
+            reference_rejected_logps=LOGPS,
+            beta=0.1,
+        ),
+    ),
+    (ngram.unigram_lm, dict(ids=STREAM, vocab_size=11)),
+    (ngram.bigram_lm, dict(ids=STREAM, vocab_size=11, beta=1.0)),
+    (asst.chat_batch, dict(rendered=[([1, 2, 3], [False, True, True])], pad_id=0)),
+    (asst.response_loss, dict(model=GPT_S, ids=IDS, loss_mask=LOSS_MASK)),
+    (asst.sequence_logprobs, dict(model=GPT_S, ids=IDS, loss_mask=LOSS_MASK)),
+]
+
+
 # Wrong-looking values that give a right result, by (function, parameter), and why.
 _MASK_ROW = {"bool", "wrong rank"}  # mask=True broadcasts (every key); one row broadcasts too
 _ONE_TOKEN_LIST = {"str", "[]", "wrong rank"}  # a str is split on spaces; [] has no n-gram
@@ -526,6 +631,57 @@ ACCEPTED = {
     ("generate", "eos_id"): _ZERO_OK,
     ("top_k_filter", "logits"): {"wrong rank"},  # one row (vocab,) is (..., vocab)
     ("top_p_filter", "logits"): {"wrong rank"},
+    # text: any str is text; [] is an empty list of words, sentences or documents
+    **{
+        (f, p): {"str"}
+        for f, p in (
+            ("pretokenize", "text"),
+            ("pretokenize_bytes", "text"),
+            ("basic_tokenize", "text"),
+            ("wordpiece", "word"),
+            ("wordpiece_tokenize", "text"),
+            ("known_word_fraction", "texts"),
+            ("wordpiece", "unk_token"),
+            ("wordpiece_tokenize", "unk_token"),
+        )
+    },
+    **{
+        (f, p): {"[]"}
+        for f, p in (
+            ("merge_pair", "symbols"),
+            ("split_documents", "documents"),
+            ("pair_input", "tokens_a"),
+            ("pair_input", "tokens_b"),
+            ("truncate_pair", "tokens_a"),
+            ("truncate_pair", "tokens_b"),
+            ("mask_tokens", "special_ids"),  # no special token
+            ("wordpiece", "vocab"),
+            ("wordpiece_tokenize", "vocab"),
+        )
+    },  # all [UNK]
+    ("known_word_fraction", "reference"): {"str", "[]"},  # one text; no known word
+    ("pair_input", "cls"): {"str", "0"},  # a token string, or an id
+    ("pair_input", "sep"): {"str", "0"},
+    ("accuracy_ci", "correct"): {"bool", "0", "wrong rank", "wrong dtype"},  # one prediction; 1.0s
+    ("mask_tokens", "input_ids"): {"0"},  # one token id, shape ()
+    **{
+        (f, p): _ZERO_OK
+        for f, p in (
+            ("greedy_decode", "bos_id"),
+            ("greedy_decode", "eos_id"),
+            ("greedy_decode", "pad_id"),
+            ("beam_search", "bos_id"),
+            ("beam_search", "eos_id"),
+            ("chat_batch", "pad_id"),
+            ("mask_tokens", "mask_id"),
+            ("mask_tokens", "mask_prob"),
+            ("beam_search", "length_penalty"),  # plain log-probability
+            ("bits_per_char", "nats_per_token"),  # a perfect model
+            ("learning_rate_at", "step"),
+            ("learning_rate_at", "warmup"),
+            ("truncate_pair", "max_tokens"),
+        )
+    },
 }
 
 
@@ -559,11 +715,17 @@ def test_torch_doors_every_wrong_value_gives_a_named_error_or_a_right_result(fn)
     assert not _findings(VALID_TORCH, TORCH_PROBES, fn)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning")
+@pytest.mark.parametrize("fn", [fn for fn, _ in VALID_MORE], ids=_key)
+def test_data_tokenization_decoding_every_wrong_value_gives_a_named_error_or_a_right_result(fn):
+    assert not _findings(VALID_MORE, TORCH_PROBES, fn)
+
+
 def test_the_valid_calls_are_valid_and_the_probe_covers_the_numpy_half():
     import importlib
     import inspect
 
-    for fn, kwargs in [*VALID, *VALID_TORCH]:
+    for fn, kwargs in [*VALID, *VALID_TORCH, *VALID_MORE]:
         fn(**kwargs)  # the reference call itself works
         params = inspect.signature(fn).parameters
         assert set(kwargs) == set(params) - {"self"}, _key(fn)  # every parameter is probed
@@ -573,5 +735,14 @@ def test_the_valid_calls_are_valid_and_the_probe_covers_the_numpy_half():
         numpy_half |= {n for n in mod.__all__ if inspect.isfunction(getattr(mod, n))}
     assert numpy_half == {_key(fn) for fn, _ in VALID} | set(EXEMPT)
     assert not {k for k in ACCEPTED} - {
-        (_key(f), p) for f, kw in [*VALID, *VALID_TORCH] for p in kw
+        (_key(f), p) for f, kw in [*VALID, *VALID_TORCH, *VALID_MORE] for p in kw
     }
+
+
+def test_the_probe_notices_an_unclear_error_and_a_silent_result():
+    def double(values):  # no checks: a str doubles silently, None fails inside
+        return values * 2
+
+    found = _findings([(double, {"values": np.ones(3)})], PROBES, double)
+    assert any("values=<str>): result" in f for f in found)
+    assert any("values=<None>): unclear: TypeError" in f for f in found)

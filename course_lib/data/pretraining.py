@@ -113,6 +113,9 @@ def pair_input(
     """
     tokens_a = check_token_sequence(tokens_a, "tokens_a")
     tokens_b = check_token_sequence(tokens_b, "tokens_b")
+    for name, special in (("cls", cls), ("sep", sep)):
+        if not isinstance(special, str):  # a token string, or an id >= 0
+            check_positive_int(special, name, allow_zero=True)
     tokens = [cls, *tokens_a, sep, *tokens_b, sep]
     segments = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
     return tokens, segments
@@ -183,9 +186,21 @@ def mask_tokens(
     ids = np.asarray(input_ids)
     if ids.dtype.kind not in "iu":
         raise TypeError(f"input_ids must be integer token ids, got dtype {ids.dtype}")
+    check_type(rng, "rng", np.random.Generator)
     mask_prob = check_probability(mask_prob, "mask_prob")
     vocab_size = check_positive_int(vocab_size, "vocab_size")
     check_index(mask_id, "mask_id", vocab_size, "vocab_size")
+    if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
+        raise ValueError(
+            f"input_ids must lie in [0, vocab_size={vocab_size}), got ids from {ids.min()} to "
+            f"{ids.max()}"
+        )
+    if isinstance(special_ids, (str, bytes)) or not isinstance(special_ids, (Sequence, np.ndarray)):
+        raise TypeError(
+            f"special_ids must be a list of token ids, got {type(special_ids).__name__}"
+        )
+    for s in special_ids:
+        check_positive_int(s, "special_ids", allow_zero=True)
     special = np.isin(ids, np.asarray(special_ids))
     # Random draws in a fixed order, so one generator state gives one masking.
     picked = (rng.random(ids.shape) < mask_prob) & ~special

@@ -24,6 +24,7 @@ from torch import nn
 from .._validation import (
     check_checkpoint,
     check_choice,
+    check_context,
     check_module,
     check_positive_int,
     checkpoint_path,
@@ -126,6 +127,7 @@ def response_loss(model: nn.Module, ids: torch.Tensor, loss_mask: torch.Tensor) 
     are read but never predicted).
     """
     check_module(model)
+    check_context(model)  # a language model, not an encoder's hidden states
     _check_ids_and_mask(ids, loss_mask)
     targets, keep = ids[:, 1:], loss_mask[:, 1:]  # (B, n - 1): the token each position predicts
     if not keep.any():
@@ -138,6 +140,7 @@ def sequence_logprobs(model: nn.Module, ids: torch.Tensor, loss_mask: torch.Tens
     """``(batch,)``: the sum of ``log p(token)`` over each row's marked tokens, the
     log-probability of the answer given the prompt."""
     check_module(model)
+    check_context(model)  # a language model, not an encoder's hidden states
     _check_ids_and_mask(ids, loss_mask)
     logits = model(ids[:, :-1])  # (B, n - 1, vocab)
     logps = torch.log_softmax(logits.float(), dim=-1)

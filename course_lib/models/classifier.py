@@ -41,6 +41,13 @@ __all__ = [
 ]
 
 
+def _check_zero_one(mask: torch.Tensor, name: str) -> None:
+    """A Hugging Face mask: 1 (or True) for a real token, 0 for padding, and nothing else."""
+    if not ((mask == 0) | (mask == 1)).all():
+        raise ValueError(f"{name} must hold 1 (real token) or 0 (padding), got values "
+                         f"{torch.unique(mask)[:5].tolist()}")  # fmt: skip
+
+
 def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """Mean of the token vectors of the *real* tokens: ``(batch, n, H), (batch, n) -> (batch, H)``.
 
@@ -48,6 +55,9 @@ def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tenso
     """
     check_tensor(hidden, "hidden", 3, "(batch, n, H)")
     check_tensor(attention_mask, "attention_mask", None, "(batch, n)")
+    if not hidden.is_floating_point():
+        raise TypeError(f"hidden must be a floating tensor (token vectors), got {hidden.dtype}")
+    _check_zero_one(attention_mask, "attention_mask")
     if attention_mask.shape != hidden.shape[:2]:
         raise ValueError(
             f"hidden must be (batch, n, H) and attention_mask (batch, n), got "
@@ -73,6 +83,7 @@ def segment_mean_pool(
     """
     check_tensor(attention_mask, "attention_mask", 2, "(batch, n)")
     check_tensor(token_type_ids, "token_type_ids", 2, "(batch, n)")
+    _check_zero_one(attention_mask, "attention_mask")
     if token_type_ids.shape != attention_mask.shape:
         raise ValueError(
             f"token_type_ids must have the shape of attention_mask {tuple(attention_mask.shape)}, "
@@ -143,7 +154,12 @@ class SpanHead(nn.Module):
 
 def accuracy_ci(correct, z: float = 1.96) -> tuple[float, float, float]:
     """``(accuracy, low, high)``: accuracy of a 0/1 array and its Wilson 95 % interval."""
-    c = np.asarray(correct, dtype=float).ravel()
+    try:
+        c = np.asarray(correct, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"correct must hold 0/1 (or False/True) per prediction, got {correct!r:.60}"
+        ) from None
     n = c.size
     if n == 0:
         raise ValueError("correct must contain at least one prediction")

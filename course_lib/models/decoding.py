@@ -16,6 +16,19 @@ from torch import nn
 from .._validation import check_module, check_positive_int, check_str, check_token_ids
 from ..nn import eval_mode
 
+
+def _check_translation_args(model, ids: dict[str, int]) -> None:
+    """A model with ``encode``/``decode`` and special ids that are integers >= 0."""
+    check_module(model)
+    if not (callable(getattr(model, "encode", None)) and callable(getattr(model, "decode", None))):
+        raise TypeError(
+            f"model must be a translation model with encode(src, src_mask) and "
+            f"decode(memory, src_mask, tgt_in), got {type(model).__name__}"
+        )
+    for name, value in ids.items():
+        check_positive_int(value, name, allow_zero=True)
+
+
 __all__ = ["greedy_decode", "beam_search", "translate"]
 
 
@@ -43,7 +56,7 @@ def greedy_decode(
         ``<eos>`` and is padded with ``pad_id`` after it (rows that hit ``max_new_tokens`` have no
         ``<eos>``). Decoding stops as soon as every row has produced ``<eos>``.
     """
-    check_module(model)
+    _check_translation_args(model, {"bos_id": bos_id, "eos_id": eos_id, "pad_id": pad_id})
     max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens")
     with eval_mode(model):
         memory = model.encode(src, src_mask)
@@ -100,14 +113,15 @@ def beam_search(
         The ids of the best sentence without ``<bos>``, ending with ``<eos>`` unless it hit
         ``max_new_tokens``.
     """
-    check_module(model)
+    _check_translation_args(model, {"bos_id": bos_id, "eos_id": eos_id})
     beam_size = check_positive_int(beam_size, "beam_size")
     max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens")
     if isinstance(length_penalty, bool) or not (
-        isinstance(length_penalty, (int, float)) and length_penalty >= 0
+        isinstance(length_penalty, (int, float)) and 0 <= length_penalty < float("inf")
     ):
         raise ValueError(
-            f"length_penalty must be >= 0 (0 = plain log-probability), got {length_penalty!r}"
+            f"length_penalty must be a finite number >= 0 (0 = plain log-probability), got "
+            f"{length_penalty!r}"
         )
     check_token_ids(src, "src", "(1, S)")
     if src.shape[0] != 1:

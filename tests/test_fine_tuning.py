@@ -198,3 +198,83 @@ def test_shipped_training_features_are_the_encoders_mean_vectors():
     out, mask = _minilm_outputs([texts[i] for i in rows])
     live = mean_pool(out.last_hidden_state, mask)
     assert torch.allclose(live, feats[rows], atol=5e-3)
+
+
+def test_pad_states_pads_with_zeros_and_marks_the_real_tokens():
+    from course_lib.models.classifier import pad_states
+
+    a, b = torch.ones(3, 2), 2 * torch.ones(1, 2)
+    hidden, mask = pad_states([a, b])
+    assert hidden.shape == (2, 3, 2) and mask.tolist() == [[1, 1, 1], [1, 0, 0]]
+    assert torch.equal(hidden[0], a) and torch.equal(hidden[1, 0], b[0])
+    assert torch.equal(hidden[1, 1:], torch.zeros(2, 2))
+    with pytest.raises(ValueError, match="rows"):
+        pad_states([])
+
+
+def test_classification_loss_is_the_mean_negative_log_probability_of_the_label():
+    from course_lib.models.classifier import classification_loss
+
+    torch.manual_seed(0)
+    head = BertClassifier([], 8, 3).eval()
+    hidden, mask, labels = (
+        torch.randn(4, 5, 8),
+        torch.ones(4, 5, dtype=torch.long),
+        torch.tensor([0, 2, 1, 2]),
+    )
+    scores = head(hidden, mask)
+    by_hand = -np.mean([np.log(np.exp(s) / np.exp(s).sum())[y] for s, y in
+                        zip(scores.detach().numpy().astype(float), labels.tolist(), strict=True)])  # fmt: skip
+    got = classification_loss(head, (hidden, mask, labels))
+    assert abs(got.item() - by_hand) < 1e-5
+
+
+def test_frozen_pass_equals_one_sentence_at_a_time_in_the_order_given():
+    """frozen_pass batches by length; each result must be the sentence's own, unbatched one."""
+    from course_lib.models.classifier import frozen_pass
+    from course_lib.pretrained import load_minilm_encoder
+
+    tokenizer, encoder = load_minilm_encoder()
+    texts = ["Return the number of items in the queue, which may be long.", "Open it.",
+             "Close the socket.", "A much longer sentence about decimal rounding and context."]  # fmt: skip
+    got = frozen_pass(tokenizer, encoder, texts, max_len=64, top=1)
+    for i, text in enumerate(texts):
+        enc = tokenizer(text, return_tensors="pt")
+        with torch.no_grad():
+            out = encoder(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"])
+        assert np.allclose(got["cls"][i], out.last_hidden_state[0, 0].numpy(), atol=1e-5)
+        assert np.allclose(got["mean"][i], out.last_hidden_state[0].mean(0).numpy(), atol=1e-5)
+        assert torch.allclose(got["below_top"][i], out.hidden_states[-2][0], atol=1e-5)
+    with pytest.raises(ValueError, match="top"):
+        frozen_pass(tokenizer, encoder, texts, top=7)
+
+
+def test_random_init_control_row_is_its_shipped_predictions_and_its_first_steps_rerun():
+    """The table's random-init row: its accuracy and interval are those of the shipped test
+    predictions, and the script's stage, rerun for its first steps, gives the same losses."""
+    from course_lib.pretrained import load_minilm_encoder, load_topic_classifier
+    from tools.fine_tune_minilm import (
+        BUDGET,
+        RANDOM_INIT,
+        VALIDATION,
+        fine_tune_full,
+        random_encoder,
+    )
+
+    _, meta = load_topic_classifier()
+    row = meta["table"][RANDOM_INIT]
+    _, y = load_topic_sentences("test")
+    stored = meta["test_predictions"]["random_init"].numpy()
+    assert stored.shape == y.shape
+    assert np.allclose(row["test"], accuracy_ci(stored == y))
+    assert row["lr"] in meta["training"]["random_lrs"]
+    assert max(r["validation"] for r in row["sweep"]) == row["validation"]  # chosen on validation
+    tokenizer, encoder = load_minilm_encoder()
+    budget = load_topic_sentences("train", per_topic=BUDGET)
+    val = load_topic_sentences("validation", per_topic=VALIDATION)
+    n = len(row["first_losses"])
+    got = fine_tune_full(tokenizer, lambda: random_encoder(encoder.config), None, budget, val,
+                         None, meta["training"]["random_lrs"], None,
+                         meta["training"]["random_epochs"], meta["training"]["batch_size"],
+                         first_steps=n, stop=True)  # fmt: skip
+    assert n == 3 and np.allclose(got["first_losses"], row["first_losses"], rtol=1e-4)

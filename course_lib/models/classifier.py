@@ -175,10 +175,20 @@ def top_layer_classifier(encoder, top: int, num_classes: int) -> BertClassifier:
 
 @torch.no_grad()
 def predict_classes(model: nn.Module, states, batch_size: int = 64) -> np.ndarray:
-    """Class ids ``(N,)`` that ``model`` (eval mode) gives ``N`` sentences' vectors ``(n_i, H)``."""
+    """Class ids ``(N,)`` that ``model`` (eval mode) gives ``N`` sentences' vectors ``(n_i, H)``.
+
+    Sentences of similar length are batched together (less padding); the ids come back in the
+    order of ``states``.
+    """
     model.eval()
-    batches = [pad_states(states[i : i + batch_size]) for i in range(0, len(states), batch_size)]
-    return torch.cat([model(hidden, mask).argmax(-1) for hidden, mask in batches]).numpy()
+    by_length = np.argsort([len(s) for s in states], kind="stable")
+    ids = []
+    for start in range(0, len(states), check_positive_int(batch_size, "batch_size")):
+        hidden, mask = pad_states([states[i] for i in by_length[start : start + batch_size]])
+        ids.append(model(hidden, mask).argmax(-1))
+    out = np.empty(len(states), dtype=np.int64)
+    out[by_length] = torch.cat(ids).numpy()  # back to the order of states
+    return out
 
 
 def fine_tune(model: BertClassifier, states, labels, val_states, val_labels, *, lr: float,

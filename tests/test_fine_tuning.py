@@ -239,7 +239,7 @@ def test_frozen_pass_equals_one_sentence_at_a_time_in_the_order_given():
     tokenizer, encoder = load_minilm_encoder()
     texts = ["Return the number of items in the queue, which may be long.", "Open it.",
              "Close the socket.", "A much longer sentence about decimal rounding and context."]  # fmt: skip
-    got = frozen_pass(tokenizer, encoder, texts, max_len=64, top=1)
+    got = frozen_pass(tokenizer, encoder, texts, max_length=64, top=1)
     for i, text in enumerate(texts):
         enc = tokenizer(text, return_tensors="pt")
         with torch.no_grad():

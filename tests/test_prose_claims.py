@@ -166,7 +166,13 @@ PENDING = {"11_gpt", "13_modern_transformer"}
 @pytest.mark.parametrize(
     "path",
     [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="summary being rewritten"))
+        pytest.param(
+            p,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="issue 26 rewrites this summary; once it passes, delete the lecture from PENDING",
+            ),
+        )
         if p.stem in PENDING
         else p
         for p in LECTURES

@@ -46,6 +46,7 @@ import torch
 import torch.nn.functional as F
 
 from course_lib import seed_everything
+from course_lib.configs import current_names
 from course_lib.data.docstrings import TOPICS, load_topic_sentences
 from course_lib.models.classifier import (
     BertClassifier,
@@ -62,7 +63,7 @@ from course_lib.training import learning_rate_at
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "course_lib" / "data" / "minilm_topics.pt"
 TOP = 1  # encoder layers fine-tuned (and shipped)
-MAX_LEN = 64
+MAX_LENGTH = 64
 BUDGET = 64  # labelled training sentences per topic
 VALIDATION = 32  # labelled validation sentences per topic
 C_GRID = (0.1, 1.0, 10.0)
@@ -114,7 +115,7 @@ def fine_tune_full(tokenizer, make_encoder, pooler, budget, val, test, lrs, head
     def predict(full, head, split_texts):
         full.eval()
         head.eval()
-        order, batches = encode_sentences(tokenizer, split_texts, MAX_LEN)
+        order, batches = encode_sentences(tokenizer, split_texts, MAX_LENGTH)
         preds = []
         for b in batches:
             out = full(b["input_ids"], b["token_type_ids"], b["attention_mask"])
@@ -145,7 +146,9 @@ def fine_tune_full(tokenizer, make_encoder, pooler, budget, val, test, lrs, head
             for k in range(steps_per_epoch):
                 idx = perm[k * batch_size : (k + 1) * batch_size]
                 # encode_sentences sorts the rows by length: reorder the labels alike
-                order, (b,) = encode_sentences(tokenizer, [texts[i] for i in idx], MAX_LEN, 10**6)
+                order, (b,) = encode_sentences(
+                    tokenizer, [texts[i] for i in idx], MAX_LENGTH, 10**6
+                )
                 for g, rate in zip(opt.param_groups, rates, strict=True):
                     g["lr"] = learning_rate_at(step, total, rate, total // 10)
                 out = full(b["input_ids"], b["token_type_ids"], b["attention_mask"])
@@ -237,7 +240,7 @@ def main() -> None:
     table = {}
     random_settings = {"random_lrs": args.random_lrs, "random_epochs": args.random_epochs}
     if args.only == "random-init":  # the other stages' results stay as they are in --out
-        ckpt = torch.load(args.out, map_location="cpu", weights_only=True)
+        ckpt = current_names(torch.load(args.out, map_location="cpu", weights_only=True))
         random_init_stage(args, tokenizer, encoder, budget, val, test, ckpt["table"],
                           ckpt["test_predictions"])  # fmt: skip
         ckpt["training"].update(random_settings)
@@ -249,7 +252,7 @@ def main() -> None:
     c0 = time.process_time()
     splits = [("pool", pool), ("validation", val), ("test", test)]
     frozen = {
-        name: frozen_pass(tokenizer, encoder, texts, MAX_LEN, TOP) for name, (texts, _) in splits
+        name: frozen_pass(tokenizer, encoder, texts, MAX_LENGTH, TOP) for name, (texts, _) in splits
     }
     embed_cpu = time.process_time() - c0
     print(f"frozen pass {embed_cpu:.0f} CPU s", flush=True)
@@ -303,7 +306,7 @@ def main() -> None:
                 "test_predictions": test_predictions,
                 "top_layers": TOP,
                 "topics": list(TOPICS),
-                "max_len": MAX_LEN,
+                "max_length": MAX_LENGTH,
                 "budget": {"train_per_topic": BUDGET, "validation_per_topic": VALIDATION},
                 "C_grid": list(C_GRID),
                 "table": table,

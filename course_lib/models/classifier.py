@@ -30,7 +30,9 @@ from .._validation import (
     check_positive_number,
     check_shape,
     check_tensor,
+    check_type,
 )
+from .bert_encoder import BertEncoder
 
 __all__ = [
     "mean_pool",
@@ -134,22 +136,38 @@ class BertClassifier(nn.Module):
 def classification_loss(model: nn.Module, batch) -> torch.Tensor:
     """Cross-entropy of a classifier's scores: the ``loss_fn`` that
     :func:`course_lib.training.train_step` takes, ``batch = (hidden, attention_mask, labels)``."""
+    if not isinstance(batch, tuple | list) or len(batch) != 3:
+        raise TypeError(
+            f"batch must be a tuple (hidden, attention_mask, labels), got {type(batch).__name__}"
+            + (f" of {len(batch)}" if isinstance(batch, tuple | list) else "")
+        )
     hidden, attention_mask, labels = batch
+    check_tensor(labels, "labels", 1, "(batch,) of class ids")
     scores = model(hidden, attention_mask)  # (batch, C)
+    if len(labels) != len(scores) or labels.min() < 0 or labels.max() >= scores.shape[-1]:
+        raise ValueError(
+            f"labels must hold one class id in [0, {scores.shape[-1]}) per sentence of the batch "
+            f"({len(scores)}), got {labels.tolist()[:8]}"
+        )
     return F.cross_entropy(scores, labels)  # mean over the batch of -log softmax(scores)[label]
 
 
-def pad_states(rows) -> tuple[torch.Tensor, torch.Tensor]:
+def pad_states(states) -> tuple[torch.Tensor, torch.Tensor]:
     """``(hidden (b, n, H), attention_mask (b, n))`` from ``b`` sentences' vectors ``(n_i, H)``.
 
     Each sentence is padded with zero vectors to the longest one, ``n``; the mask is 1 at its
     ``n_i`` real tokens.
     """
-    rows = list(rows)
+    rows = list(states)
     if not rows:
-        raise ValueError("rows must hold at least one sentence's (n_i, H) tensor, got none")
+        raise ValueError("states must hold at least one sentence's (n_i, H) tensor, got none")
     for i, r in enumerate(rows):
-        check_tensor(r, f"rows[{i}]", 2, "(n_i, H)")
+        check_tensor(r, f"states[{i}]", 2, "(n_i, H)")
+        if r.shape[-1] != rows[0].shape[-1]:
+            raise ValueError(
+                f"states must all have the same width H, got {rows[0].shape[-1]} (states[0]) "
+                f"and {r.shape[-1]} (states[{i}])"
+            )
     n = max(len(r) for r in rows)
     hidden = rows[0].new_zeros(len(rows), n, rows[0].shape[-1])
     mask = torch.zeros(len(rows), n, dtype=torch.long)
@@ -162,7 +180,7 @@ def pad_states(rows) -> tuple[torch.Tensor, torch.Tensor]:
 def top_layer_classifier(encoder, top: int, num_classes: int) -> BertClassifier:
     """A :class:`BertClassifier` holding copies of ``encoder``'s top ``top`` layers and its
     pooler; only the last linear map (``classifier``) is new, with random weights."""
-    n = encoder.config.num_hidden_layers
+    n = check_type(encoder, "encoder", BertEncoder).config.num_hidden_layers
     top = check_positive_int(top, "top", allow_zero=True)
     if top > n:
         raise ValueError(f"top must be at most the encoder's {n} layers, got {top}")
@@ -180,6 +198,8 @@ def predict_classes(model: nn.Module, states, batch_size: int = 64) -> np.ndarra
     Sentences of similar length are batched together (less padding); the ids come back in the
     order of ``states``.
     """
+    if not len(states):
+        raise ValueError("states must hold at least one sentence's (n_i, H) tensor, got none")
     model.eval()
     by_length = np.argsort([len(s) for s in states], kind="stable")
     ids = []
@@ -208,6 +228,11 @@ def fine_tune(model: BertClassifier, states, labels, val_states, val_labels, *, 
     from ..training import learning_rate_at, train_step
 
     labels = torch.as_tensor(labels)
+    for name, ids, rows in (("labels", labels, states), ("val_labels", val_labels, val_states)):
+        if len(ids) != len(rows):
+            raise ValueError(
+                f"{name} must hold one class id per sentence ({len(rows)}), got {len(ids)}"
+            )
     steps_per_epoch = len(states) // check_positive_int(batch_size, "batch_size")
     total = steps_per_epoch * check_positive_int(epochs, "epochs")
     if total == 0:
@@ -252,7 +277,7 @@ def frozen_pass(tokenizer, encoder, texts, max_length: int = 64, top: int = 1) -
     :class:`BertClassifier` fine-tunes on). Sentences are batched by length to save work on
     padding; the batching is undone here.
     """
-    n_layers = encoder.config.num_hidden_layers
+    n_layers = check_type(encoder, "encoder", BertEncoder).config.num_hidden_layers
     top = check_positive_int(top, "top", allow_zero=True)
     if top > n_layers:
         raise ValueError(f"top must be at most the encoder's {n_layers} layers, got {top}")

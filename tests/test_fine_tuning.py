@@ -210,7 +210,7 @@ def test_pad_states_pads_with_zeros_and_marks_the_real_tokens():
     assert hidden.shape == (2, 3, 2) and mask.tolist() == [[1, 1, 1], [1, 0, 0]]
     assert torch.equal(hidden[0], a) and torch.equal(hidden[1, 0], b[0])
     assert torch.equal(hidden[1, 1:], torch.zeros(2, 2))
-    with pytest.raises(ValueError, match="rows"):
+    with pytest.raises(ValueError, match="states"):
         pad_states([])
 
 

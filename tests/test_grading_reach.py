@@ -22,6 +22,7 @@ import pytest
 from tools import grade
 from tools.grading import reach
 from tools.grading.course import Course
+from tools.grading.notebook import exercise_id
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "solutions" / "13_modern_transformer.ipynb"
@@ -109,6 +110,30 @@ def test_the_source_record_names_what_an_answer_imports_or_walks_to():
     # a package imported whole names nothing; what is walked to from it does
     names, _ = reach.source_record("from course_lib import nn\nff = nn.FeedForward(4, 8)")
     assert names == ["course_lib.nn.FeedForward"]
+
+
+def test_ordinary_methods_are_not_dynamic():
+    src = "import re\nimport torch\n\ndef f(model, s):\n    model.eval()\n    return re.compile(s)"
+    assert reach.source_record(src) == ([], [])
+    assert reach.source_record("eval('1 + 1')")[1] == ["uses eval"]
+
+
+def test_no_solution_is_flagged_from_its_source():
+    """The answers of solutions/ (between the solution markers) name no reference of their own
+    exercise and no dynamic primitive (the slow tests grade two solutions whole)."""
+    course = Course()
+    for path in sorted((ROOT / "solutions").glob("*.ipynb")):
+        template = course.templates[path.stem]
+        cells = json.loads(path.read_text())["cells"]
+        for i, cell in enumerate(cells):
+            source = "".join(cell["source"])
+            if cell["cell_type"] != "code" or "### BEGIN SOLUTION" not in source:
+                continue
+            following = (exercise_id(c) for c in cells[i + 1 :])
+            ex = next((e for e in following if e), None)
+            if ex is None or ex not in template.checks:
+                continue
+            assert reach.evidence(template.checks[ex], [source], [], []) == [], (path.name, ex)
 
 
 def test_every_exercise_declares_its_references_and_each_resolves():

@@ -31,14 +31,16 @@ from .course import Check
 
 LIBRARY = "course_lib"
 # Names and attributes that reach a module or an object without naming it, or that switch off or
-# search the runtime record; an honest answer has no use for them.
+# search the runtime records; an honest answer has no use for them.
 DYNAMIC = {
     "__import__", "importlib", "import_module", "__globals__", "__builtins__", "__subclasses__",
     "__closure__", "cell_contents", "f_back", "f_globals", "f_locals", "tb_frame", "_getframe",
     "getprofile", "setprofile", "gettrace", "settrace", "get_referrers", "get_referents",
-    "get_objects", "ctypes", "exec", "eval", "compile", "_current_frames", "__loader__",
-    "tracemalloc", "clear_refs",
+    "get_objects", "ctypes", "_current_frames", "__loader__", "tracemalloc", "clear_refs",
 }  # fmt: skip
+# Builtins that run code built from strings: flagged as names only (``model.eval()``,
+# ``re.compile`` and ``torch.compile`` are ordinary methods).
+RUN_STRINGS = {"exec", "eval", "compile"}
 
 
 def references(check: Check) -> tuple[str, ...]:
@@ -153,7 +155,7 @@ def source_record(source: str) -> tuple[list[str], list[str]]:
                 and node.value.id == "sys"
             ):
                 dynamic.add(f"uses .{node.attr}")
-        elif isinstance(node, ast.Name) and node.id in DYNAMIC:
+        elif isinstance(node, ast.Name) and (node.id in DYNAMIC or node.id in RUN_STRINGS):
             dynamic.add(f"uses {node.id}")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             strings.append(node.value)

@@ -467,11 +467,11 @@ def check_class_ids(values, name: str, num_classes: int) -> np.ndarray:
 
 
 def check_context(model) -> int:
-    """A language model's context length: its integer ``max_len`` attribute, else a TypeError."""
-    context = getattr(model, "max_len", None)
+    """A language model's context length: its integer ``context_length`` attribute, else a TypeError."""
+    context = getattr(model, "context_length", None)
     if isinstance(context, bool) or not isinstance(context, int):
         raise TypeError(
-            f"model must have an integer max_len attribute (its context length), got "
-            f"{type(model).__name__} with max_len={context!r}"
+            f"model must have an integer context_length attribute (its context length), got "
+            f"{type(model).__name__} with context_length={context!r}"
         )
     return context

@@ -224,7 +224,7 @@ CASES = [
      "input_ids must be integer token ids"),
     (generate_pairs, (0,), {}, ValueError, "n must be >= 1, got 0"),
     (generate_pairs, (3, "de"), {}, ValueError, "target must be one of ('fr', 'ru'), got 'de'"),
-    (generate_pairs, (3,), {"max_len": 0}, ValueError, "max_len must be >= 1, got 0"),
+    (generate_pairs, (3,), {"max_words": 0}, ValueError, "max_words must be >= 1, got 0"),
     (make_batch, ([], None, None), {}, ValueError, "pairs is empty"),
     (make_batch, ([("a b", "c")], None, VOCAB), {}, TypeError, "src_vocab must be a Vocab"),
     (make_batch, (["a b"], VOCAB, VOCAB), {}, TypeError,

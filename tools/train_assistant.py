@@ -61,7 +61,7 @@ from course_lib.models.assistant import (
     response_loss,
     sequence_logprobs,
 )
-from course_lib.models.dpo import dpo_loss
+from course_lib.models.dpo import dpo_nll_loss
 from course_lib.models.gpt import GPT
 from course_lib.models.lora import apply_lora, trainable_parameter_count
 from course_lib.training import train
@@ -223,14 +223,9 @@ def train_dpo(tuned, tokenizer, cfg: dict, candidate: dict):
 
     def dpo_step_loss(model, batch):
         (chosen, rejected), (ref_c, ref_r) = batch
-        logp_chosen = sequence_logprobs(model, *chosen)
-        losses, _, _ = dpo_loss(logp_chosen, sequence_logprobs(model, *rejected), ref_c, ref_r,
-                                beta=candidate["beta"])  # fmt: skip
-        if not candidate["nll"]:
-            return losses.mean()
-        # the response-only loss on the chosen answers: -(sum of their log p) / their tokens
-        nll = -logp_chosen.sum() / chosen[1][:, 1:].sum()
-        return losses.mean() + candidate["nll"] * nll
+        return dpo_nll_loss(sequence_logprobs(model, *chosen), sequence_logprobs(model, *rejected),
+                            ref_c, ref_r, chosen[1][:, 1:].sum(dim=1), beta=candidate["beta"],
+                            nll_weight=candidate["nll"])  # fmt: skip
 
     start = time.process_time()
     log = train(policy, lambda s: (pairs[s], refs[s]), dpo_step_loss, steps=steps,

@@ -81,7 +81,7 @@ class ModernConfig:
     context_length: int = 4096  # the longest window generate() shows the model; RoPE has no limit
 
     def __post_init__(self):
-        _positive(self, "vocab_size", "num_layers", "d_ff", "context_length")
+        _positive(self, "vocab_size", "num_kv_heads", "num_layers", "d_ff", "context_length")
         check_heads(self.d_model, self.num_heads, self.num_kv_heads)
         if (self.d_model // self.num_heads) % 2:
             raise ValueError(

@@ -24,7 +24,7 @@ import numbers
 import torch
 from torch import nn
 
-from .._validation import check_context, check_module, check_positive_int, check_str
+from .._validation import check_context, check_flag, check_module, check_positive_int, check_str
 from ..nn import KVCache, eval_mode
 from ..tokenization import BPETokenizer
 
@@ -133,6 +133,8 @@ def next_token(
             f"logits must have shape (batch, vocab), got {tuple(logits.shape)}; "
             "for one row use logits[None]"
         )
+    if torch.isnan(logits).any():
+        raise ValueError("logits contains nan; no token can be picked from a nan distribution")
     temperature = _check_temperature(temperature)
     if top_k is not None:
         check_positive_int(top_k, "top_k")
@@ -197,6 +199,7 @@ def generate(
     """
     context = _check_generate_args(model, ids, temperature, top_k, top_p, eos_id)
     max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens", allow_zero=True)
+    use_cache = check_flag(use_cache, "use_cache")
     with eval_mode(model):
         cache = KVCache() if use_cache else None
         done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)

@@ -29,6 +29,7 @@ from torch import nn
 
 from .._validation import (
     check_checkpoint,
+    check_context,
     check_flag,
     check_module,
     check_positive_int,
@@ -140,6 +141,7 @@ def lm_loss(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
     ``ids``: ``(batch, n + 1)`` long.
     """
     check_module(model)
+    check_context(model)  # a language model (GPT, ModernLM), not an encoder's hidden states
     if check_token_ids(ids, "ids", "(batch, n + 1)").shape[1] < 2:
         raise ValueError(f"ids must be (batch, n + 1) with n >= 1, got {tuple(ids.shape)}")
     logits = model(ids[:, :-1])  # (B, n, vocab)

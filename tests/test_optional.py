@@ -135,18 +135,9 @@ def _run(code: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
-# A Python where the given top-level packages are not installed: the path finder stops seeing them
-# (sys.modules[name] = None would skip the import machinery the message comes from).
-HIDE = """
-import importlib.machinery, sys
-class Hidden(importlib.machinery.PathFinder):
-    @classmethod
-    def find_spec(cls, name, path=None, target=None):
-        if name.split(".")[0] in HIDDEN:
-            return None
-        return super().find_spec(name, path, target)
-sys.meta_path = [Hidden if f is importlib.machinery.PathFinder else f for f in sys.meta_path]
-"""
+# A Python where the given top-level packages are not installed (tests/_no_torch.py: the path
+# finder stops seeing them; sys.modules[name] = None would skip the machinery the message comes from).
+HIDE = f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r}); import _no_torch; _no_torch.hide(HIDDEN)"
 
 
 @pytest.mark.slow  # a Python subprocess each

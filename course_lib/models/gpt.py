@@ -31,8 +31,8 @@ from .._validation import (
     check_checkpoint,
     check_dropout,
     check_features,
-    check_heads,
     check_flag,
+    check_heads,
     check_module,
     check_positive_int,
     check_token_ids,
@@ -43,7 +43,14 @@ from .._validation import (
 from ..configs import GPTConfig
 from ..nn import FeedForward, KVCache, LayerKVCache, attend, causal_mask_from
 
-__all__ = ["GPT", "GPTBlock", "CausalSelfAttention", "lm_loss", "gpt_parameter_count", "load_tiny_gpt"]
+__all__ = [
+    "GPT",
+    "GPTBlock",
+    "CausalSelfAttention",
+    "lm_loss",
+    "gpt_parameter_count",
+    "load_tiny_gpt",
+]
 
 
 class CausalSelfAttention(nn.Module):
@@ -81,7 +88,7 @@ class CausalSelfAttention(nn.Module):
         start = 0 if cache is None else len(cache)  # positions already in the cache
         if cache is not None:
             k, v = cache.append(k, v)  # (B, nh, start + T, hs): the past keys and values too
-        mask = causal_mask_from(start, T, x.device)  # (T, start + T): query i sees keys <= start + i
+        mask = causal_mask_from(start, T, x.device)  # (T, start + T): i sees keys <= start + i
         y, _ = attend(q, k, v, mask, self.dropout)  # softmax(q k^T / sqrt(hs)) v: (B, nh, T, hs)
         y = y.transpose(1, 2).reshape(B, T, C)  # (B, T, C): the heads side by side again
         return self.w_o(y)

@@ -33,5 +33,5 @@ def hide(names=HIDDEN) -> None:
     sys.meta_path[:] = [_Hidden if f is finder else f for f in sys.meta_path]
 
 
-if __name__ != "_no_torch":  # run with exec(): hide at once
+if not __name__.endswith("_no_torch"):  # run with exec(), not imported: hide at once
     hide()

@@ -33,10 +33,10 @@ class CountLM(nn.Module):
     previous token). :meth:`nll` gives the mean negative log-likelihood of a token stream.
     ``forward(ids (B, n)) -> (B, n, vocab)`` gives the log-probabilities of the token after each
     position, as a language model's logits, so :func:`~course_lib.generate` samples from it
-    exactly as from a GPT (its context, ``max_len``, is one token; the cache stays empty).
+    exactly as from a GPT (its context, ``context_length``, is one token; the cache stays empty).
     """
 
-    max_len = 1  # a count model looks at the last token at most
+    context_length = 1  # a count model looks at the last token at most
 
     def __init__(self, log_probs: torch.Tensor):
         super().__init__()

@@ -46,7 +46,6 @@ from ..nn import FeedForward, KVCache, LayerKVCache, attend, causal_mask_from
 
 __all__ = [
     "GPT",
-    "GPTBlock",
     "CausalSelfAttention",
     "lm_loss",
     "gpt_parameter_count",

@@ -55,7 +55,9 @@ def main() -> None:
 
     seed_everything(0, threads=args.threads)
     context = max(args.prompts) + args.new
-    model = GPT(GPTConfig(vocab_size=512, max_len=context, d_model=128, num_heads=4, num_layers=4))
+    model = GPT(
+        GPTConfig(vocab_size=512, context_length=context, d_model=128, num_heads=4, num_layers=4)
+    )
     model.eval()
     rows = []
     print(f"{'prompt':>6} {'new':>5} {'no cache tok/s':>15} {'cache tok/s':>12} {'speed-up':>9}")

@@ -59,6 +59,19 @@ def as_float_array(x, name: str, *, min_ndim: int = 0) -> np.ndarray:
     return arr
 
 
+def check_scores_finite(scores: np.ndarray, q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """``scores`` (``q k^T``, scaled) if no entry overflowed to +-inf, else a ValueError naming
+    q and k, their largest entries and their dtype. ``q`` and ``k`` are finite already, so an
+    infinite score can only be an overflow."""
+    if not np.isfinite(scores).all():
+        raise ValueError(
+            f"q @ k^T overflowed to inf; scale down q and k (largest |q| {np.abs(q).max():.3g}, "
+            f"|k| {np.abs(k).max():.3g}; {scores.dtype} holds at most "
+            f"{np.finfo(scores.dtype).max:.3g})"
+        )
+    return scores
+
+
 def as_finite_array(x, name: str, *, min_ndim: int = 0) -> np.ndarray:
     """:func:`as_float_array`, refusing nan and inf (where they cannot mean anything)."""
     arr = as_float_array(x, name, min_ndim=min_ndim)
@@ -187,6 +200,8 @@ def check_features(x, name: str, d_model: int, size_name: str = "d_model"):
     """Return ``x`` if it is a torch tensor ``(batch, n, d_model)``, else raise naming it."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating tensor (token vectors), got {x.dtype}")
     if x.ndim != 3 or x.shape[-1] != d_model:
         raise ValueError(
             f"{name} must have shape (batch, n, {size_name}={d_model}), got {tuple(x.shape)}"
@@ -467,11 +482,11 @@ def check_class_ids(values, name: str, num_classes: int) -> np.ndarray:
 
 
 def check_context(model) -> int:
-    """A language model's context length: its integer ``max_len`` attribute, else a TypeError."""
-    context = getattr(model, "max_len", None)
+    """A language model's context length: its integer ``context_length`` attribute, else a TypeError."""
+    context = getattr(model, "context_length", None)
     if isinstance(context, bool) or not isinstance(context, int):
         raise TypeError(
-            f"model must have an integer max_len attribute (its context length), got "
-            f"{type(model).__name__} with max_len={context!r}"
+            f"model must have an integer context_length attribute (its context length), got "
+            f"{type(model).__name__} with context_length={context!r}"
         )
     return context

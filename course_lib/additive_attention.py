@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_bool_mask, as_finite_array, as_float_array
+from ._validation import as_bool_mask, as_finite_array
 from .softmax import softmax
 
 __all__ = ["additive_attention_scores", "additive_attention"]
@@ -38,9 +38,9 @@ def additive_attention_scores(
     """
     s = as_finite_array(query, "query", min_ndim=1)
     h = as_finite_array(keys, "keys", min_ndim=2)
-    wq = as_float_array(w_query, "w_query", min_ndim=2)
-    wk = as_float_array(w_key, "w_key", min_ndim=2)
-    v = as_float_array(v, "v", min_ndim=1)
+    wq = as_finite_array(w_query, "w_query", min_ndim=2)
+    wk = as_finite_array(w_key, "w_key", min_ndim=2)
+    v = as_finite_array(v, "v", min_ndim=1)
     if wq.ndim != 2 or wq.shape[0] != s.shape[-1]:
         raise ValueError(f"w_query must be (d_q={s.shape[-1]}, d_att), got shape {wq.shape}")
     if wk.ndim != 2 or wk.shape[0] != h.shape[-1]:

@@ -20,6 +20,7 @@ from ._validation import (
     check_attention_mask,
     check_positive_int,
     check_qkv,
+    check_scores_finite,
 )
 from .softmax import softmax, softmax_inplace_unchecked
 
@@ -42,9 +43,7 @@ def attention_scores(q: ArrayLike, k: ArrayLike) -> np.ndarray:
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q {q.shape} and k {k.shape} must share the last dimension d_k")
     scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
-    if np.isposinf(scores).any() or np.isneginf(scores).any():
-        raise ValueError("q @ k^T overflowed to inf; scale down q and k")
-    return scores
+    return check_scores_finite(scores, q, k)
 
 
 def scaled_dot_product_attention(
@@ -88,11 +87,10 @@ def scaled_dot_product_attention_inplace(
     """
     q, k, v = check_qkv(q, k, v)
     scores = (q * q.dtype.type(1.0 / np.sqrt(q.shape[-1]))) @ np.swapaxes(k, -1, -2)
+    check_scores_finite(scores, q, k)
     if mask is not None:
         m = check_attention_mask(mask, q.shape[-2], k.shape[-2], scores.shape[:-2])
         np.copyto(scores, -np.inf, where=~m)
-    if not np.isfinite(scores.max(axis=-1)).all():
-        raise ValueError("q @ k^T overflowed to inf; scale down q and k")
     weights = softmax_inplace_unchecked(scores)  # lecture 01's stable softmax, in place
     return weights @ v, weights
 

@@ -27,8 +27,10 @@ from ._validation import (
     as_float_array,
     broadcast_shape,
     check_attention_mask,
+    check_flag,
     check_positive_int,
     check_qkv,
+    check_scores_finite,
 )
 from .softmax import OnlineSoftmaxState, _online_step, online_softmax_step
 
@@ -145,12 +147,14 @@ def chunked_attention_with_logsumexp(
         :class:`ChunkedAttention` ``(out (..., n_q, d_v), logsumexp (..., n_q))``.
 
     Raises:
-        ValueError: mismatched ``d_k`` or ``n_k``, a mask of the wrong shape, a mask that hides
-        every key from some query, or ``block_size < 1``. TypeError: non-numeric input,
+        ValueError: mismatched ``d_k`` or ``n_k``, nan/inf in the inputs, ``q k^T``
+        overflowing to inf, a mask of the wrong shape, a mask that hides every key from some
+        query, or ``block_size < 1``. TypeError: non-numeric input,
         non-boolean mask, non-integer ``block_size``.
     """
     q, k, v = check_qkv(q, k, v)
     block_size = check_positive_int(block_size, "block_size")
+    causal = check_flag(causal, "causal")
     n_q, n_k = q.shape[-2], k.shape[-2]
     score_batch = broadcast_shape({"q[..., :-2]": q.shape[:-2], "k[..., :-2]": k.shape[:-2]})
     out_batch = broadcast_shape({"scores": score_batch, "v[..., :-2]": v.shape[:-2]})
@@ -160,7 +164,7 @@ def chunked_attention_with_logsumexp(
         m = m.reshape((1,) * (2 - m.ndim) + m.shape)  # give it (n_q, n_k) axes to slice
     dtype = q.dtype
     # Scale q once (n_q × d_k work) instead of every block of scores (n_q × n_k work).
-    q = q / np.sqrt(q.shape[-1]).astype(dtype)
+    q_in, q = q, q / np.sqrt(q.shape[-1]).astype(dtype)
 
     out = np.empty((*out_batch, n_q, v.shape[-1]), dtype=dtype)
     lse = np.empty((*score_batch, n_q), dtype=dtype)
@@ -175,6 +179,7 @@ def chunked_attention_with_logsumexp(
         for ks in range(0, k_stop, block_size):
             ke = min(ks + block_size, k_stop)
             s = q_blk @ np.swapaxes(k[..., ks:ke, :], -1, -2)  # (..., b_q, b_k)
+            check_scores_finite(s, q_in, k)  # as scaled_dot_product_attention: overflow is an error
             keep = None
             if m is not None:
                 keep = m[

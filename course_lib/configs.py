@@ -44,7 +44,7 @@ class GPTConfig:
     """The size and settings of a :class:`~course_lib.GPT` (lecture 11)."""
 
     vocab_size: int  # number of token ids
-    max_len: int  # context length: the number of learned position embeddings
+    context_length: int  # the number of learned position embeddings (GPT-2: 1024, n_positions)
     d_model: int = 128  # width of every token vector (GPT-2 small: 768)
     num_heads: int = 4  # attention heads per layer; must divide d_model (GPT-2 small: 12)
     num_layers: int = 4  # number of blocks (GPT-2 small: 12)
@@ -55,7 +55,7 @@ class GPTConfig:
     layer_norm_eps: float = 1e-5  # epsilon of every LayerNorm (GPT-2: 1e-5)
 
     def __post_init__(self):
-        _positive(self, "vocab_size", "max_len", "num_layers")
+        _positive(self, "vocab_size", "context_length", "num_layers")
         check_heads(self.d_model, self.num_heads)
         if self.d_ff is not None:
             check_positive_int(self.d_ff, "d_ff")
@@ -78,10 +78,10 @@ class ModernConfig:
     rope_theta: float = 10000.0  # RoPE base (Llama 2: 10,000; Llama 3: 500,000)
     rms_eps: float = 1e-6  # epsilon of every RMSNorm (Llama 2: 1e-5 in its config)
     tie_weights: bool = False  # LM head = token embedding matrix (Llama: no; small models: often)
-    max_len: int = 4096  # the longest window generate() shows the model; RoPE has no limit
+    context_length: int = 4096  # the longest window generate() shows the model; RoPE has no limit
 
     def __post_init__(self):
-        _positive(self, "vocab_size", "num_layers", "d_ff", "max_len")
+        _positive(self, "vocab_size", "num_kv_heads", "num_layers", "d_ff", "context_length")
         check_heads(self.d_model, self.num_heads, self.num_kv_heads)
         if (self.d_model // self.num_heads) % 2:
             raise ValueError(
@@ -103,13 +103,15 @@ class TinyBertConfig:
     num_layers: int = 2  # encoder layers in the stack (BERT-Base: 12)
     num_heads: int = 4  # attention heads per layer; must divide d_model
     d_ff: int = 256  # hidden width of the feed-forward network, 4 * d_model
-    max_len: int = 64  # context length: the number of learned position embeddings
+    context_length: int = (
+        64  # the number of learned position embeddings (HF: max_position_embeddings)
+    )
     type_vocab_size: int = 2  # segment embeddings: sentence A and sentence B (for NSP)
     dropout: float = 0.0  # dropout probability; 0 keeps the short lecture run deterministic
     pad_id: int = 0  # id of [PAD]: attention ignores it when no attention_mask is given
 
     def __post_init__(self):
-        _positive(self, "vocab_size", "num_layers", "d_ff", "max_len", "type_vocab_size")
+        _positive(self, "vocab_size", "num_layers", "d_ff", "context_length", "type_vocab_size")
         check_heads(self.d_model, self.num_heads)
         check_dropout(self.dropout)
         if check_positive_int(self.pad_id, "pad_id", allow_zero=True) >= self.vocab_size:
@@ -181,14 +183,14 @@ class TrainingConfig:
 # The lecture's tiny GPT and how tools/train_gpt.py trained course_lib/data/tiny_gpt.pt.
 TINY_GPT_CONFIG = GPTConfig(
     vocab_size=512,  # byte-level BPE learned by course_lib.data.language_modeling.lm_tokenizer
-    max_len=128,  # context of 128 tokens (~280 characters)
+    context_length=128,  # context of 128 tokens (~280 characters)
     d_model=128,
     num_heads=4,
     num_layers=4,
     dropout=0.2,  # the corpus is small (~160k training tokens): regularise
 )
 TINY_GPT_TRAINING = TrainingConfig(
-    seed=0, steps=4000, batch_size=16,  # windows of max_len + 1 tokens
+    seed=0, steps=4000, batch_size=16,  # windows of context_length + 1 tokens
     lr=2e-3, warmup=100, schedule="cosine", weight_decay=0.1,
     eval_every=150,  # validation loss (every 10th training document); the best step is kept
 )  # fmt: skip
@@ -197,3 +199,27 @@ TINY_GPT_TRAINING = TrainingConfig(
 # (MLM + NSP; its WordPiece vocabulary of TINY_BERT_CONFIG.vocab_size tokens is learned first).
 TINY_BERT_CONFIG = TinyBertConfig()
 TINY_BERT_TRAINING = TrainingConfig(seed=0, steps=4000, batch_size=32, lr=2e-3, warmup=200)
+
+
+# Renamed fields, as checkpoints shipped before the renames store them: old name -> name today.
+# ``max_len`` meant the context length in a model's config and the tokenizer's truncation length
+# in the fine-tuning metadata; each has its own name now.
+_RENAMED_IN_CONFIG = {"max_len": "context_length"}
+_RENAMED_IN_META = {"max_len": "max_length"}
+
+
+def current_names(ckpt):
+    """A loaded checkpoint with today's names: ``ckpt["config"]`` fields and the fine-tuning
+    metadata at the top level and under ``"training"``. Anything that is not a dict is returned
+    as it is (the loader's own check then says what is wrong with it)."""
+    if not isinstance(ckpt, dict):
+        return ckpt
+
+    def rename(d, table):
+        return {table.get(k, k): v for k, v in d.items()} if isinstance(d, dict) else d
+
+    out = rename(ckpt, _RENAMED_IN_META)
+    for key, table in (("config", _RENAMED_IN_CONFIG), ("training", _RENAMED_IN_META)):
+        if key in out:
+            out[key] = rename(out[key], table)
+    return out

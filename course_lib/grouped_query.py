@@ -59,6 +59,7 @@ def attention_parameter_count(
     if ``bias``. ``head_dim`` defaults to ``d_model // num_heads``. With ``num_kv_heads ==
     num_heads`` and ``head_dim = d_model / num_heads`` this is lecture 03's ``4 d^2 (+ 4 d)``.
     """
+    check_positive_int(num_kv_heads, "num_kv_heads")  # check_heads reads None as "= num_heads"
     if head_dim is None:
         check_heads(d_model, num_heads, num_kv_heads)
         head_dim = d_model // num_heads

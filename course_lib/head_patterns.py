@@ -85,6 +85,9 @@ def top_attended(weights: ArrayLike, tokens: Sequence[str], k: int = 3) -> list[
     w = as_float_array(weights, "weights")
     if w.ndim != 1:
         raise ValueError(f"weights must be one row (n_k,), got shape {w.shape}")
+    if np.isnan(w).any():
+        raise ValueError(f"weights contains nan at {np.flatnonzero(np.isnan(w)).tolist()}; "
+                         "a nan weight cannot be ranked")  # fmt: skip
     tokens = check_labels(tokens, "tokens", w.shape[0], "weights")
     k = min(check_positive_int(k, "k"), w.shape[0])
     order = np.argsort(-w, kind="stable")[:k]

@@ -98,6 +98,10 @@ def multi_head_attention(
     q = linear(x_q, w_q, b_q, name="w_q", x_name="x_q")
     k = linear(x_kv, w_k, b_k, name="w_k", x_name="x_kv")
     v = linear(x_kv, w_v, b_v, name="w_v", x_name="x_kv")
+    for y, args in ((q, "x_q, w_q, b_q"), (k, "x_kv, w_k, b_k"), (v, "x_kv, w_v, b_v")):
+        if not np.isfinite(y).all():  # name the arguments, not the projections inside
+            raise ValueError(f"{args}: their projection contains nan or inf; attention needs "
+                             "finite inputs")  # fmt: skip
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"w_q and w_k must produce the same width, got {q.shape[-1]} and {k.shape[-1]}"

@@ -126,10 +126,11 @@ def load_minilm_mlm():
     trained on the output of its layer ``meta["layer"]`` (float16 on disk, float32 here;
     ``weights_only=True``). ``meta`` holds the training settings, the layer sweep, the held-out
     history and the probes' answers."""
+    from .configs import current_names
     from .models.mlm_head import MlmHead
 
     tokenizer, encoder = load_minilm_encoder()
-    ckpt = torch.load(MLM_HEAD_FILE, map_location="cpu", weights_only=True)
+    ckpt = current_names(torch.load(MLM_HEAD_FILE, map_location="cpu", weights_only=True))
     head = MlmHead(encoder.config.hidden_size, encoder.config.vocab_size,
                    encoder.config.layer_norm_eps)  # fmt: skip
     head.load_state_dict({k: v.float() for k, v in ckpt["head"].items()})
@@ -179,11 +180,12 @@ def load_topic_classifier(labels: str = "budget"):
     and the frozen mean-pooled features of the whole training split (float16). Loaded with
     ``weights_only=True``.
     """
+    from .configs import current_names
     from .models.classifier import BertClassifier
 
     check_choice(labels, "labels", ("budget", "all"))
     _, encoder = load_minilm_encoder()
-    ckpt = torch.load(TOPIC_CLASSIFIER_FILE, map_location="cpu", weights_only=True)
+    ckpt = current_names(torch.load(TOPIC_CLASSIFIER_FILE, map_location="cpu", weights_only=True))
     top = ckpt["top_layers"]
     n = encoder.config.num_hidden_layers
     layers = [copy.deepcopy(encoder.encoder.layers[i]) for i in range(n - top, n)]

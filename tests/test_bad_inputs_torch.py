@@ -61,16 +61,18 @@ IDS = torch.tensor([[1, 2, 3]])
 NAN_IDS_F = torch.full((1, 3), float("nan"))
 LOGITS = torch.tensor([[0.0, 1.0, 2.0]])
 GPT_S = gpt.GPT(configs.GPTConfig(11, 8, d_model=8, num_heads=2, num_layers=1))
-MODERN_S = modern.ModernLM(configs.ModernConfig(11, 8, 2, 1, 1, 16, max_len=8))
-MODERN_2 = modern.ModernLM(configs.ModernConfig(11, 8, 2, 1, 2, 16, max_len=8))  # 2 layers
-BERT_CFG = configs.TinyBertConfig(20, d_model=8, num_layers=1, num_heads=2, d_ff=32, max_len=8)
+MODERN_S = modern.ModernLM(configs.ModernConfig(11, 8, 2, 1, 1, 16, context_length=8))
+MODERN_2 = modern.ModernLM(configs.ModernConfig(11, 8, 2, 1, 2, 16, context_length=8))  # 2 layers
+BERT_CFG = configs.TinyBertConfig(
+    20, d_model=8, num_layers=1, num_heads=2, d_ff=32, context_length=8
+)
 BERT_S = bert.TinyBert(BERT_CFG)
 ENC_CFG = configs.BertEncoderConfig(
     vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
     intermediate_size=16, max_position_embeddings=8,
 )  # fmt: skip
 BERT_ENC = bert_encoder.BertEncoder(ENC_CFG)
-TRANSLATOR = transformer.TransformerTranslator(10, 10, 8, 2, 1, 16, max_len=16)
+TRANSLATOR = transformer.TransformerTranslator(10, 10, 8, 2, 1, 16, context_length=16)
 GRU = seq2seq.Seq2SeqGRU(10, 10, emb=4, hidden=8)
 ATT_GRU = seq2seq.AttentionSeq2SeqGRU(10, 10, emb=4, hidden=8, att=8)
 SRC = torch.tensor([[4, 5, 2]])
@@ -126,7 +128,7 @@ def _opt(model: nn.Module) -> torch.optim.Optimizer:
 
 PT_TOK = pt.pretraining_tokenizer(300)
 LM_TOK = lm.lm_tokenizer(260)
-PT_DATA = pt.PretrainingData(PT_TOK, DOCS, max_len=16)
+PT_DATA = pt.PretrainingData(PT_TOK, DOCS, seq_len=16)
 PAIRS = [("a b", "c"), ("b a", "c c")]
 MHA = MultiHeadAttention(8, 2)
 GQA = MultiHeadAttention(8, 4, 2)
@@ -239,7 +241,7 @@ CASES = [
     (bert.pretraining_losses, (BERT_S, NO_MASKED), {}, ValueError, "has no position to predict"),
     (bert.pretraining_losses, (None, ONE_MASKED), {}, TypeError, "model must be a TinyBert, got NoneType"),
     (bert.pretraining_losses, (BERT_S, {"input_ids": IDS}), {}, ValueError, "batch is missing"),
-    (bert.fill_in, (BERT_S, PT_TOK, "the value is set", "value"), {"top_k": True}, TypeError,
+    (bert.fill_mask, (BERT_S, PT_TOK, "the [MASK] is set"), {"top_k": True}, TypeError,
      "top_k must be an integer, got bool"),
     (bert.pretraining_loss, (BERT_S, NO_MASKED), {}, ValueError,
      "batch['mlm_labels'] has no position to predict"),
@@ -253,15 +255,15 @@ CASES = [
      "batches must be an iterable of batch dicts, got one dict; wrap it in [batch]"),
     (bert.pretraining_accuracy, (BERT_S, [NO_MASKED]), {}, ValueError,
      "batch['mlm_labels'] has no position to predict"),
-    (bert.fill_in, (None, PT_TOK, "the value is set", "value"), {}, TypeError,
+    (bert.fill_mask, (None, PT_TOK, "the [MASK] is set"), {}, TypeError,
      "model must be a TinyBert, got NoneType"),
-    (bert.fill_in, (BERT_S, {"a": 1}, "the value is set", "value"), {}, TypeError,
+    (bert.fill_mask, (BERT_S, {"a": 1}, "the [MASK] is set"), {}, TypeError,
      "tokenizer must be a BPETokenizer, got dict"),
-    (bert.fill_in, (BERT_S, PT_TOK, ["the", "value"], "value"), {}, TypeError,
+    (bert.fill_mask, (BERT_S, PT_TOK, ["the", "[MASK]"]), {}, TypeError,
      "text must be a str, got list"),
-    (bert.fill_in, (BERT_S, PT_TOK, "the value is set", "zzqxv"), {}, ValueError,
-     "word 'zzqxv' must be one token of the tokenizer after a space in text"),
-    (bert.fill_in, (BERT_S, PT_TOK, "the value is set", "value"), {"top_k": 0}, ValueError,
+    (bert.fill_mask, (BERT_S, PT_TOK, "the value is set"), {}, ValueError,
+     "text must contain exactly one [MASK], got 0"),
+    (bert.fill_mask, (BERT_S, PT_TOK, "the [MASK] is set"), {"top_k": 0}, ValueError,
      "top_k must be >= 1, got 0"),
     (bert.bert_parameter_count, (0,), {}, ValueError, "vocab_size must be >= 1, got 0"),
     (bert.bert_parameter_count, (), {"hidden_size": 10}, ValueError, "hidden_size=10"),
@@ -327,8 +329,8 @@ CASES = [
      "batch_size must be >= 1, got 0"),
     (classifier.encode_sentences, (None, ["a"]), {}, TypeError,
      "tokenizer must be a Hugging Face tokenizer (callable), got NoneType"),
-    (classifier.encode_sentences, (lambda t, **kw: {}, ["a"]), {"max_len": 0}, ValueError,
-     "max_len must be >= 1, got 0"),
+    (classifier.encode_sentences, (lambda t, **kw: {}, ["a"]), {"max_length": 0}, ValueError,
+     "max_length must be >= 1, got 0"),
     (classifier.SpanHead, (0,), {}, ValueError, "hidden_size must be >= 1, got 0"),
     (classifier.SpanHead, ("8",), {}, TypeError, "hidden_size must be an integer, got str"),
     (classifier.SpanHead, (8.0,), {}, TypeError, "hidden_size must be an integer, got float"),
@@ -346,7 +348,7 @@ CASES = [
     (configs.GPTConfig, (11, 8), {"d_model": 6, "num_heads": 4}, ValueError, "d_model=6 is not divisible"),
     (configs.GPTConfig, (11, 8), {"activation": "swish"}, ValueError, "activation must be one of"),
     (configs.GPTConfig, (11, 8), {"layer_norm_eps": 0.0}, ValueError, "layer_norm_eps must be a finite number > 0"),
-    (configs.GPTConfig, (11, 0), {}, ValueError, "max_len must be >= 1, got 0"),
+    (configs.GPTConfig, (11, 0), {}, ValueError, "context_length must be >= 1, got 0"),
     (configs.GPTConfig, (11, 8), {"dropout": 1.0}, ValueError, "dropout must be a probability in [0, 1)"),
     (configs.GPTConfig, (11.0, 8), {}, TypeError, "vocab_size must be an integer, got float"),
     (configs.GPTConfig, (11, 8), {"tie_weights": "no"}, TypeError, "tie_weights must be True or False, got str 'no'"),
@@ -360,10 +362,10 @@ CASES = [
     (configs.ModernConfig, (0, 8, 2, 1, 1, 16), {}, ValueError, "vocab_size must be >= 1, got 0"),
     (configs.ModernConfig, (11, 8, 2, 1, 1, 16), {"rms_eps": 0.0}, ValueError,
      "rms_eps must be a finite number > 0, got 0.0"),
-    (configs.ModernConfig, (11, 8, 2, 1, 1, 16), {"max_len": 0}, ValueError, "max_len must be >= 1, got 0"),
+    (configs.ModernConfig, (11, 8, 2, 1, 1, 16), {"context_length": 0}, ValueError, "context_length must be >= 1, got 0"),
     (configs.ModernConfig, (11, 8, 2, 1, 1, 16), {"tie_weights": "no"}, TypeError, "tie_weights must be True or False"),
     # models.decoding
-    (decoding.greedy_decode, (GRU, SRC, SRC_MASK), {"max_len": 0}, ValueError, "max_len must be >= 1"),
+    (decoding.greedy_decode, (GRU, SRC, SRC_MASK), {"max_new_tokens": 0}, ValueError, "max_new_tokens must be >= 1"),
     (decoding.greedy_decode, (None, SRC, SRC_MASK), {}, TypeError, "model must be a torch.nn.Module, got NoneType"),
     (decoding.greedy_decode, (GRU, SRC, SRC_MASK.long()), {}, TypeError, "src_mask must be a boolean tensor"),
     (decoding.greedy_decode, (GRU, SRC.float(), SRC_MASK), {}, TypeError,
@@ -402,7 +404,7 @@ CASES = [
     (generation.generate, (GPT_S, IDS, -1), {}, ValueError, "max_new_tokens must be >= 0, got -1"),
     (generation.generate, (GPT_S, IDS.float(), 2), {}, TypeError, "ids must be a torch.long tensor"),
     (generation.generate, (GPT_S, torch.ones(1, 9, dtype=torch.long), 2), {}, ValueError,
-     "the prompt has 9 tokens but the model's context is max_len=8"),
+     "the prompt has 9 tokens but the model's context is context_length=8"),
     (generation.generate, (GPT_S, torch.tensor([[1, 50]]), 2), {}, ValueError,
      "ids must lie in [0, vocab_size=11), got ids from 1 to 50"),
     (generation.next_token_table, (GPT_S, None, "a"), {}, TypeError,
@@ -411,10 +413,10 @@ CASES = [
     (generation.next_token_table, (GPT_S, None, 3), {}, TypeError, "prompt must be a str, got int"),
     (generation.next_token_table, (None, None, "a"), {}, TypeError, "model must be a torch.nn.Module"),
     (generation.next_token_table, (BERT_S, None, "a"), {}, TypeError,
-     "model must have an integer max_len attribute (its context length), got TinyBert"),
-    (generation.generate, (LIN, IDS, 2), {}, TypeError, "model must have an integer max_len attribute"),
+     "model must have an integer context_length attribute (its context length), got TinyBert"),
+    (generation.generate, (LIN, IDS, 2), {}, TypeError, "model must have an integer context_length attribute"),
     # models.gpt
-    (gpt.GPT, ({"vocab_size": 11, "max_len": 8},), {}, TypeError, "config must be a GPTConfig, got dict"),
+    (gpt.GPT, ({"vocab_size": 11, "context_length": 8},), {}, TypeError, "config must be a GPTConfig, got dict"),
     (gpt.GPT, (None,), {}, TypeError, "config must be a GPTConfig, got NoneType"),
     (gpt.GPT, (ENC_CFG,), {}, TypeError, "config must be a GPTConfig, got BertEncoderConfig"),
     (gpt.gpt_parameter_count, (), {"tie_weights": "no"}, TypeError, "tie_weights must be True or False"),
@@ -470,7 +472,7 @@ CASES = [
     (transformer.TransformerTranslator, (0, 10), {}, ValueError, "src_vocab must be >= 1, got 0"),
     (transformer.TransformerTranslator, (10, 10), {"pad_id": 10}, ValueError,
      "pad_id must be in [0, src_vocab=10), got 10"),
-    (transformer.TransformerTranslator, (10, 10), {"max_len": 0}, ValueError, "max_len must be >= 1, got 0"),
+    (transformer.TransformerTranslator, (10, 10), {"context_length": 0}, ValueError, "context_length must be >= 1, got 0"),
     # data.docstrings
     (ds.load_topic_sentences, ("dev",), {}, ValueError,
      "split must be one of ('train', 'validation', 'test'), got 'dev'"),
@@ -513,7 +515,7 @@ CASES = [
     (lm.evaluate_lm, (GPT_S, torch.arange(5)), {"block": 0}, ValueError, "block must be >= 1, got 0"),
     (lm.evaluate_lm, (None, torch.arange(5)), {}, TypeError, "model must be a torch.nn.Module"),
     (lm.evaluate_lm, (LIN, torch.arange(5)), {}, TypeError,
-     "model must have an integer max_len attribute (its context length), got Linear"),
+     "model must have an integer context_length attribute (its context length), got Linear"),
     (lm.evaluate_lm, (GPT_S, torch.tensor([1])), {}, ValueError,
      "ids must hold at least 2 tokens (one to predict), got 1"),
     (lm.evaluate_lm, (GPT_S, IDS), {}, ValueError, "ids must have shape (n,)"),
@@ -534,8 +536,8 @@ CASES = [
     (pt.make_nsp_pair, (DOCS, 0, 0, None), {}, TypeError, "rng must be a Generator, got NoneType"),
     (pt.make_nsp_pair, (DOCS[:1], 0, 0, RNG), {}, ValueError, "documents must hold at least 2 documents"),
     (pt.make_nsp_pair, (DOCS, 0.0, 0, RNG), {}, TypeError, "doc must be an integer, got float"),
-    (pt.PretrainingData, (PT_TOK, DOCS), {"max_len": 4}, ValueError,
-     "max_len must be >= 5 (3 special tokens + 2 words), got 4"),
+    (pt.PretrainingData, (PT_TOK, DOCS), {"seq_len": 4}, ValueError,
+     "seq_len must be >= 5 (3 special tokens + 2 words), got 4"),
     (pt.PretrainingData, (PT_TOK, DOCS), {"mask_prob": 1.5}, ValueError,
      "mask_prob must be a probability in [0, 1], got 1.5"),
     (pt.PretrainingData, (PT_TOK, DOCS[:1]), {}, ValueError, "documents must hold >= 2 documents"),
@@ -592,8 +594,8 @@ CASES = [
      "target must be one of ('fr', 'ru'), got 'de'"),
     (ts.make_translation_data, (), {"n_train": 0}, ValueError, "n_train must be >= 1, got 0"),
     (ts.make_translation_data, (), {"n_test": -1}, ValueError, "n_test must be >= 1, got -1"),
-    (ts.make_translation_data, (), {"n_train": 10, "n_test": 2, "max_len": 0}, ValueError,
-     "max_len must be >= 1, got 0"),
+    (ts.make_translation_data, (), {"n_train": 10, "n_test": 2, "max_words": 0}, ValueError,
+     "max_words must be >= 1, got 0"),
     # pretrained (every check runs before MiniLM is loaded)
     (pretrained.load_topic_classifier, ("few",), {}, ValueError,
      "labels must be one of ['all', 'budget'], got 'few'"),
@@ -654,7 +656,7 @@ CASES = [
     (GPT_S.forward, (IDS.float(),), {}, TypeError, "ids must be a torch.long tensor of token ids (batch, n), got torch.float32 tensor"),
     (GPT_S.forward, (torch.tensor([[0, 11]]),), {}, ValueError, "ids must lie in [0, vocab_size=11), got ids from 0 to 11"),
     (GPT_S.forward, (IDS, []), {}, TypeError, "cache must be a KVCache or None, got list"),
-    (GPT_S.forward, (torch.ones(1, 9, dtype=torch.long),), {}, ValueError, "do not fit the context max_len=8"),
+    (GPT_S.forward, (torch.ones(1, 9, dtype=torch.long),), {}, ValueError, "do not fit the context context_length=8"),
     (MODERN_S.forward, (IDS[0],), {}, ValueError, "ids must have shape (batch, n) with no empty axis, got (3,)"),
     (MODERN_S.forward, (torch.tensor([[-1, 2]]),), {}, ValueError, "ids must lie in [0, vocab_size=11), got ids from -1 to 2"),
     (MODERN_S.forward, (IDS, LayerKVCache()), {}, TypeError, "cache must be a KVCache or None, got LayerKVCache"),
@@ -662,7 +664,7 @@ CASES = [
     (MODERN_2.forward, (IDS, _filled_cache(MODERN_2, batch=2)), {}, ValueError, "this call needs batch=1"),
     (MODERN_2.forward, (IDS, _filled_cache(MODERN_S)), {}, ValueError, "cache holds 1 layers but the model has 2"),
     (GPT_S.forward, (IDS, _filled_cache(MODERN_S)), {}, ValueError, "this call needs batch=1, kv_heads=2, d_head=4"),
-    (BERT_S.forward, (torch.ones(1, 9, dtype=torch.long),), {}, ValueError, "max_len=8 position embeddings"),
+    (BERT_S.forward, (torch.ones(1, 9, dtype=torch.long),), {}, ValueError, "context_length=8 position embeddings"),
     (BERT_S.forward, (IDS, torch.zeros(1, 2, dtype=torch.long)), {}, ValueError, "segment_ids must have the shape of input_ids (1, 3)"),
     (BERT_S.forward, (IDS, torch.full((1, 3), 2)), {}, ValueError, "segment_ids must lie in [0, type_vocab_size=2), got ids from 2 to 2"),
     (BERT_S.forward, (torch.tensor([[1, 20]]),), {}, ValueError, "input_ids must lie in [0, vocab_size=20)"),
@@ -710,7 +712,7 @@ CASES = [
     (TRANSLATOR.forward, (SRC, SRC_MASK.long(), IDS), {}, TypeError, "src_mask must be a boolean tensor"),
     (TRANSLATOR.encode, (SRC, SRC_MASK, ), {"extra": 1}, TypeError, "extra"),
     (TRANSLATOR.encode, (torch.ones(1, 20, dtype=torch.long), torch.ones(1, 20, dtype=torch.bool)), {}, ValueError,
-     "sequence of length 20 is longer than max_len=16"),
+     "sequence of length 20 is longer than context_length=16"),
     (TRANSLATOR.decode, (torch.ones(1, 3, 8), SRC_MASK, torch.tensor([[1, 10]])), {}, ValueError, "tgt_in must lie in [0, vocab_size=10)"),
     (TRANSLATOR.decode, (torch.ones(1, 3, 4), SRC_MASK, IDS), {}, ValueError, "memory must have shape (batch, n, d_model=8), got (1, 3, 4)"),
     (GRU.forward, (SRC, SRC_MASK[:, :1], IDS), {}, ValueError, "src_mask must have the shape of src (1, 3)"),

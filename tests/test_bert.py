@@ -83,7 +83,9 @@ def small_batch(vocab=50, batch=3, n=10):
 
 def test_shapes_and_tied_head():
     model = TinyBert(
-        TinyBertConfig(50, d_model=16, num_layers=2, num_heads=4, d_ff=32, max_len=12, dropout=0.0)
+        TinyBertConfig(
+            50, d_model=16, num_layers=2, num_heads=4, d_ff=32, context_length=12, dropout=0.0
+        )
     )
     b = small_batch()
     hidden = model(b["input_ids"], b["segment_ids"], b["attention_mask"])
@@ -101,7 +103,7 @@ def test_shapes_and_tied_head():
 
 def test_padding_is_not_attended_and_does_not_change_real_positions():
     model = TinyBert(
-        TinyBertConfig(50, d_model=16, num_layers=2, num_heads=4, max_len=12, dropout=0.0)
+        TinyBertConfig(50, d_model=16, num_layers=2, num_heads=4, context_length=12, dropout=0.0)
     ).eval()
     b = small_batch()
     hidden = model(b["input_ids"], b["segment_ids"], b["attention_mask"])
@@ -113,7 +115,7 @@ def test_padding_is_not_attended_and_does_not_change_real_positions():
 
 def test_segments_and_positions_matter():
     model = TinyBert(
-        TinyBertConfig(50, d_model=16, num_layers=1, num_heads=2, max_len=12, dropout=0.0)
+        TinyBertConfig(50, d_model=16, num_layers=1, num_heads=2, context_length=12, dropout=0.0)
     ).eval()
     b = small_batch()
     ids, segs = b["input_ids"][1:], b["segment_ids"][1:]
@@ -128,7 +130,7 @@ def test_segments_and_positions_matter():
 
 def test_loss_is_mlm_plus_nsp_by_hand():
     model = TinyBert(
-        TinyBertConfig(50, d_model=16, num_layers=1, num_heads=2, max_len=12, dropout=0.0)
+        TinyBertConfig(50, d_model=16, num_layers=1, num_heads=2, context_length=12, dropout=0.0)
     ).eval()
     b = small_batch()
     loss = pretraining_loss(model, b)
@@ -148,7 +150,7 @@ def test_loss_is_mlm_plus_nsp_by_hand():
 
 def test_a_few_steps_learn_a_batch():
     model = TinyBert(
-        TinyBertConfig(50, d_model=32, num_layers=1, num_heads=4, max_len=12, dropout=0.0)
+        TinyBertConfig(50, d_model=32, num_layers=1, num_heads=4, context_length=12, dropout=0.0)
     )
     b = small_batch()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
@@ -162,8 +164,8 @@ def test_a_few_steps_learn_a_batch():
 
 
 def test_errors():
-    model = TinyBert(TinyBertConfig(50, d_model=16, num_layers=1, num_heads=2, max_len=8))
-    with pytest.raises(ValueError, match="max_len=8 position embeddings"):
+    model = TinyBert(TinyBertConfig(50, d_model=16, num_layers=1, num_heads=2, context_length=8))
+    with pytest.raises(ValueError, match="context_length=8 position embeddings"):
         model(torch.ones(1, 9, dtype=torch.long))
     with pytest.raises(ValueError, match=r"input_ids must have shape \(batch, n\)"):
         model(torch.ones(9, dtype=torch.long))
@@ -175,40 +177,52 @@ def test_errors():
         TinyBert(50)
 
 
-def test_fill_in_masks_the_word_and_reads_the_mlm_head_there():
+def test_fill_mask_reads_the_mlm_head_at_the_mask():
     from course_lib.data.pretraining import SPECIAL_TOKENS, pair_input
-    from course_lib.models.bert import fill_in
+    from course_lib.models.bert import fill_mask
     from course_lib.tokenization import train_bpe
 
     texts = ["The return value is a new list.", "Raise an error if the file is missing."] * 3
     tok = train_bpe(texts, 80, special_tokens=SPECIAL_TOKENS, unk_token="[UNK]", lowercase=True)
     torch.manual_seed(0)
     model = TinyBert(
-        TinyBertConfig(len(tok), d_model=16, num_layers=1, num_heads=2, d_ff=32, max_len=20)
+        TinyBertConfig(len(tok), d_model=16, num_layers=1, num_heads=2, d_ff=32, context_length=20)
     )
-    masked, guesses = fill_in(model, tok, "The return value is a new list.", "list", top_k=4)
-    assert masked == "The return value is a new [MASK]."
-    assert len(guesses) == 4 and [p for _, p in guesses] == sorted(p for _, p in guesses)[::-1]
-    # Reference: pair_input with an empty B, the MLM head at the masked position, by hand.
-    ids = [tok.vocab[p] for p in tok.tokenize("The return value is a new list.")]
-    ids[ids.index(tok.vocab["▁list"])] = tok.vocab["[MASK]"]
-    input_ids, segments = pair_input(ids, [], tok.vocab["[CLS]"], tok.vocab["[SEP]"])
     model.eval()
-    with torch.no_grad():
-        hidden = model(torch.tensor([input_ids]), torch.tensor([segments]))
-        where = input_ids.index(tok.vocab["[MASK]"])
-        probs = torch.softmax(model.mlm_logits(hidden[0, where]), -1)
-    top = probs.topk(4)
+
+    def by_hand(text, word, k):  # pair_input with an empty B, the MLM head at the mask
+        pieces = tok.tokenize(text)
+        ids = [tok.vocab[p] for p in pieces]
+        ids[pieces.index(word)] = tok.vocab["[MASK]"]
+        input_ids, segments = pair_input(ids, [], tok.vocab["[CLS]"], tok.vocab["[SEP]"])
+        with torch.no_grad():
+            hidden = model(torch.tensor([input_ids]), torch.tensor([segments]))
+            where = input_ids.index(tok.vocab["[MASK]"])
+            return torch.softmax(model.mlm_logits(hidden[0, where]), -1).topk(k)
+
+    guesses = fill_mask(model, tok, "The return value is a new [MASK].", top_k=4)
+    assert len(guesses) == 4 and [p for _, p in guesses] == sorted(p for _, p in guesses)[::-1]
+    top = by_hand("The return value is a new list.", "▁list", 4)
     assert [w for w, _ in guesses] == [tok.id_to_token[int(j)] for j in top.indices]
     np.testing.assert_allclose([p for _, p in guesses], top.values.numpy(), rtol=1e-6)
-    with pytest.raises(ValueError, match="word 'lists'"):
-        fill_in(model, tok, "The return value is a new list.", "lists")
+    # a word after the mask keeps its space ("▁is", not "is"); the first word has none
+    top = by_hand("Raise an error if the file is missing.", "▁file", 3)
+    got = fill_mask(model, tok, "Raise an error if the [MASK] is missing.", top_k=3)
+    assert [w for w, _ in got] == [tok.id_to_token[int(j)] for j in top.indices]
+    first, second = tok.tokenize("Raise an error if the file is missing.")[:2]
+    assert second == "▁an"  # so the mask takes the place of the whole first word
+    top = by_hand("Raise an error if the file is missing.", first, 3)
+    got = fill_mask(model, tok, "[MASK] an error if the file is missing.", top_k=3)
+    assert [w for w, _ in got] == [tok.id_to_token[int(j)] for j in top.indices]
+    with pytest.raises(ValueError, match=r"exactly one \[MASK\], got 0"):
+        fill_mask(model, tok, "The return value is a new list.")
+    with pytest.raises(ValueError, match=r"exactly one \[MASK\], got 2"):
+        fill_mask(model, tok, "The [MASK] value is a new [MASK].")
     with pytest.raises(TypeError, match="text must be a str"):
-        fill_in(model, tok, 3, "list")
-    # the whole word after a space is masked, not the first place its letters appear
-    masked, _ = fill_in(model, tok, "Return a newlist or a list.", "list")
-    assert masked == "Return a newlist or a [MASK]."
+        fill_mask(model, tok, 3)
+    with pytest.raises(ValueError, match="must fit the model's context_length=20"):
+        fill_mask(model, tok, "a new [MASK]" + " list" * 20)
     # and the model is given back in the mode it had
     model.train()
-    fill_in(model, tok, "The return value is a new list.", "list")
+    fill_mask(model, tok, "The return value is a new [MASK].")
     assert model.training

@@ -157,11 +157,11 @@ def test_decoder_mask_names_the_mistake(mistake, answer, hint):
 
 
 @torch.no_grad()
-def greedy(model, src, src_mask, bos_id, eos_id, pad_id, max_len, variant="right"):
+def greedy(model, src, src_mask, bos_id, eos_id, pad_id, max_new_tokens, variant="right"):
     memory = model.encode(src, src_mask)
     ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)
     done = torch.zeros(src.shape[0], dtype=torch.bool)
-    for _ in range(max_len):
+    for _ in range(max_new_tokens):
         logits = model.decode(memory, src_mask, ys)
         nxt = (logits[:, 0] if variant == "first" else logits[:, -1]).argmax(-1)
         if variant != "no pad":
@@ -176,13 +176,13 @@ def greedy(model, src, src_mask, bos_id, eos_id, pad_id, max_len, variant="right
 
 
 @torch.no_grad()
-def greedy_per_sentence(model, src, src_mask, bos_id, eos_id, pad_id, max_len):
+def greedy_per_sentence(model, src, src_mask, bos_id, eos_id, pad_id, max_new_tokens):
     """One sentence at a time with Python lists, padded at the end."""
     rows = []
     for b in range(src.shape[0]):
         memory = model.encode(src[b : b + 1], src_mask[b : b + 1])
         out = [bos_id]
-        while len(out) <= max_len and out[-1] != eos_id:
+        while len(out) <= max_new_tokens and out[-1] != eos_id:
             logits = model.decode(memory, src_mask[b : b + 1], torch.tensor([out]))
             out.append(int(logits[0, -1].argmax()))
         rows.append(out[1:])

@@ -108,7 +108,9 @@ def test_sampling_frequencies_follow_the_filtered_distribution():
 @pytest.fixture(scope="module")
 def model():
     torch.manual_seed(0)
-    return GPT(GPTConfig(vocab_size=50, max_len=24, d_model=32, num_heads=4, num_layers=2)).eval()
+    return GPT(
+        GPTConfig(vocab_size=50, context_length=24, d_model=32, num_heads=4, num_layers=2)
+    ).eval()
 
 
 @pytest.mark.parametrize("prompt_len", [1, 5])
@@ -134,7 +136,7 @@ def test_sampling_with_same_generator_equal_with_and_without_cache(model, settin
 
 def test_generation_past_the_context_slides_the_window(model):
     ids = torch.randint(0, 50, (1, 20), generator=torch.Generator().manual_seed(3))
-    a = generate(model, ids, 10, temperature=0)  # 30 tokens > max_len 24
+    a = generate(model, ids, 10, temperature=0)  # 30 tokens > context_length 24
     b = generate(model, ids, 10, temperature=0, use_cache=False)
     assert a.shape == (1, 30) and torch.equal(a, b)
     # the last token is what the model predicts from the last 24 tokens only
@@ -172,7 +174,7 @@ def test_model_is_left_in_its_mode_and_the_cache_is_filled(model):
         ({"top_p": 0.0}, ValueError, "top_p"),
         ({"top_p": 1.5}, ValueError, "top_p"),
         ({"max_new_tokens": -1}, ValueError, "max_new_tokens"),
-        ({"ids": torch.zeros(1, 25, dtype=torch.long)}, ValueError, "max_len=24"),
+        ({"ids": torch.zeros(1, 25, dtype=torch.long)}, ValueError, "context_length=24"),
         ({"ids": torch.zeros(5, dtype=torch.long)}, ValueError, r"\(batch, n\)"),
         ({"ids": torch.zeros(1, 3)}, TypeError, "torch.long"),
         ({"eos_id": -1}, ValueError, "eos_id"),

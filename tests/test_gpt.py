@@ -123,7 +123,7 @@ def test_tied_head_shares_the_embedding_and_init_is_gpt2s():
 
 def test_forward_errors():
     model = GPT(GPTConfig(20, 8, 16, 2, 1))
-    with pytest.raises(ValueError, match="max_len=8"):
+    with pytest.raises(ValueError, match="context_length=8"):
         model(torch.zeros(1, 9, dtype=torch.long))
     cache = KVCache()
     model(torch.zeros(1, 6, dtype=torch.long), cache)
@@ -143,12 +143,12 @@ def test_forward_errors():
         ({"d_model": 30, "num_heads": 4}, "not divisible"),
         ({"activation": "swish"}, "activation must be one of"),
         ({"dropout": -0.1}, "dropout"),
-        ({"max_len": 0}, "max_len"),
+        ({"context_length": 0}, "context_length"),
     ],
 )
 def test_config_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        GPTConfig(**{"vocab_size": 10, "max_len": 8, **kwargs})
+        GPTConfig(**{"vocab_size": 10, "context_length": 8, **kwargs})
 
 
 def test_from_hf_refuses_what_it_cannot_copy():

@@ -130,6 +130,7 @@ def test_a_missing_or_huge_file_is_not_gradable(tmp_path):
     assert "20 MB" in grade.grade(big).error
 
 
+@pytest.mark.slow  # grades two notebooks in the sandbox: 16 s, a quarter of make unit's budget
 def test_identity_comes_from_content_not_name_or_metadata(tmp_path):
     course = grade._course()
     nb = _nb(SOLUTION)

@@ -11,6 +11,7 @@ run; ``course_lib``'s numpy half imports with torch blocked.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import subprocess
 import sys
@@ -57,11 +58,17 @@ def _notebook_imports(path: Path) -> set[str]:
     return set().union(*(_imports(c.source) for c in nb.cells if c.cell_type == "code"))
 
 
+@functools.cache
+def _shipped_by() -> dict[str, list[str]]:
+    """Top-level module -> installed distributions, read once per session: the scan of every
+    distribution's file list takes ~0.2 s, and it ran once per import of every notebook (a
+    minute of ``make unit``). Nothing installs packages while the tests run."""
+    return importlib.metadata.packages_distributions()
+
+
 def _providers(module: str) -> set[str]:
     """Canonical names of the installed distributions that ship the top-level ``module``."""
-    return {
-        canonicalize_name(d) for d in importlib.metadata.packages_distributions().get(module, [])
-    }
+    return {canonicalize_name(d) for d in _shipped_by().get(module, [])}
 
 
 def _declared() -> dict[str, str]:
@@ -135,18 +142,9 @@ def _run(code: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
-# A Python where the given top-level packages are not installed: the path finder stops seeing them
-# (sys.modules[name] = None would skip the import machinery the message comes from).
-HIDE = """
-import importlib.machinery, sys
-class Hidden(importlib.machinery.PathFinder):
-    @classmethod
-    def find_spec(cls, name, path=None, target=None):
-        if name.split(".")[0] in HIDDEN:
-            return None
-        return super().find_spec(name, path, target)
-sys.meta_path = [Hidden if f is importlib.machinery.PathFinder else f for f in sys.meta_path]
-"""
+# A Python where the given top-level packages are not installed (tests/_no_torch.py: the path
+# finder stops seeing them; sys.modules[name] = None would skip the machinery the message comes from).
+HIDE = "from tests._no_torch import hide; hide(HIDDEN)"  # run with cwd = the repository
 
 
 @pytest.mark.slow  # a Python subprocess each

@@ -70,7 +70,7 @@ def test_length_penalty_counts_words_and_eos_but_not_the_start_token():
     -0.347 and -0.401 and pick "<eos>".
     """
     src = torch.ones(1, 3, dtype=torch.long)
-    kw = {"beam_size": 2, "max_len": 2}
+    kw = {"beam_size": 2, "max_new_tokens": 2}
     assert beam_search(_Table(), src, src == 1, **kw) == [2]  # alpha = 0: the most probable
     assert beam_search(_Table(), src, src == 1, length_penalty=1.0, **kw) == [3, 2]
 

@@ -25,7 +25,7 @@ def docs():
 
 @pytest.fixture(scope="module")
 def data(docs):
-    return PretrainingData(pretraining_tokenizer(), split_documents(docs)[0], max_len=64)
+    return PretrainingData(pretraining_tokenizer(), split_documents(docs)[0], seq_len=64)
 
 
 def test_corpus_is_real_english_in_documents(docs):
@@ -143,7 +143,7 @@ def test_batches(data):
 
 
 def test_pretraining_data_errors():
-    with pytest.raises(ValueError, match="max_len must be >= 5"):
-        PretrainingData(pretraining_tokenizer(), [["a b."], ["c d."]], max_len=4)
+    with pytest.raises(ValueError, match="seq_len must be >= 5"):
+        PretrainingData(pretraining_tokenizer(), [["a b."], ["c d."]], seq_len=4)
     with pytest.raises(ValueError, match="documents must hold >= 2 documents"):
         PretrainingData(pretraining_tokenizer(), [["a b.", "c d."]])

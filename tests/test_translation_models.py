@@ -173,7 +173,7 @@ def test_models_reject_bad_inputs():
         model(src, src_mask.long(), tgt_in)
     with pytest.raises(ValueError, match=r"src_mask must have the shape of src \(2, 5\)"):
         model(src, src_mask[:, :3], tgt_in)
-    with pytest.raises(ValueError, match="longer than max_len=128"):
+    with pytest.raises(ValueError, match="longer than context_length=128"):
         model(src, src_mask, torch.ones(2, 130, dtype=torch.long))
 
 
@@ -203,12 +203,12 @@ class Scripted(nn.Module):
 def test_greedy_decode_stops_at_eos_and_pads_after_it():
     model = Scripted([[4, 5, 2], [3, 2], [4, 4, 4, 4, 4, 4]])
     src = torch.ones(3, 2, dtype=torch.long)
-    out = greedy_decode(model, src, src == 1, max_len=10)
+    out = greedy_decode(model, src, src == 1, max_new_tokens=10)
     assert out.tolist() == [[4, 5, 2, 0, 0, 0, 0], [3, 2, 0, 0, 0, 0, 0], [4, 4, 4, 4, 4, 4, 2]]
-    short = greedy_decode(model, src, src == 1, max_len=3)
-    assert short.tolist() == [[4, 5, 2], [3, 2, 0], [4, 4, 4]]  # row 3 hit max_len
-    with pytest.raises(ValueError, match="max_len must be >= 1"):
-        greedy_decode(model, src, src == 1, max_len=0)
+    short = greedy_decode(model, src, src == 1, max_new_tokens=3)
+    assert short.tolist() == [[4, 5, 2], [3, 2, 0], [4, 4, 4]]  # row 3 hit max_new_tokens
+    with pytest.raises(ValueError, match="max_new_tokens must be >= 1"):
+        greedy_decode(model, src, src == 1, max_new_tokens=0)
 
 
 @pytest.mark.parametrize("name", ["rnn", "attention", "transformer"])
@@ -216,7 +216,7 @@ def test_greedy_output_is_the_argmax_given_its_own_prefix(name):
     # teacher-force the model on its own greedy output: every word must be the argmax there
     model = make_models()[name]
     src, src_mask, _ = toy_batch()
-    out = greedy_decode(model, src, src_mask, max_len=6)
+    out = greedy_decode(model, src, src_mask, max_new_tokens=6)
     assert model.training  # the mode is restored
     model.eval()
     tgt_in = torch.cat([torch.ones(2, 1, dtype=torch.long), out[:, :-1]], dim=1)
@@ -322,10 +322,10 @@ def test_beam_search_finds_a_more_probable_sentence_than_greedy():
     model = Table()
     src = torch.ones(1, 3, dtype=torch.long)
     # greedy: a (0.6), then a (0.4), then <eos>: probability 0.24
-    assert greedy_decode(model, src, src == 1, max_len=5).tolist() == [[3, 3, 2]]
+    assert greedy_decode(model, src, src == 1, max_new_tokens=5).tolist() == [[3, 3, 2]]
     # beam search keeps "b" (0.4) alive and finds "b <eos>": probability 0.36
-    assert beam_search(model, src, src == 1, beam_size=2, max_len=5) == [4, 2]
-    assert beam_search(model, src, src == 1, beam_size=1, max_len=5) == [3, 3, 2]
+    assert beam_search(model, src, src == 1, beam_size=2, max_new_tokens=5) == [4, 2]
+    assert beam_search(model, src, src == 1, beam_size=1, max_new_tokens=5) == [3, 3, 2]
     with pytest.raises(ValueError, match=r"src must be \(1, S\)"):
         beam_search(model, torch.ones(2, 3, dtype=torch.long), torch.ones(2, 3, dtype=torch.bool))
 
@@ -336,15 +336,21 @@ def test_beam_of_one_is_greedy(name):
     src, src_mask, _ = toy_batch()
     for b in range(2):
         n = int(src_mask[b].sum())
-        greedy = greedy_decode(model, src[b : b + 1, :n], src_mask[b : b + 1, :n], max_len=6)
+        greedy = greedy_decode(model, src[b : b + 1, :n], src_mask[b : b + 1, :n], max_new_tokens=6)
         assert (
-            beam_search(model, src[b : b + 1, :n], src_mask[b : b + 1, :n], beam_size=1, max_len=6)
+            beam_search(
+                model, src[b : b + 1, :n], src_mask[b : b + 1, :n], beam_size=1, max_new_tokens=6
+            )
             == greedy[0].tolist()
         )
         assert (
             len(
                 beam_search(
-                    model, src[b : b + 1, :n], src_mask[b : b + 1, :n], beam_size=3, max_len=6
+                    model,
+                    src[b : b + 1, :n],
+                    src_mask[b : b + 1, :n],
+                    beam_size=3,
+                    max_new_tokens=6,
                 )
             )
             <= 6
@@ -360,8 +366,8 @@ class ShortOrLong(Table):
 def test_length_penalty_prefers_the_longer_sentence():
     model = ShortOrLong()
     src = torch.ones(1, 3, dtype=torch.long)
-    assert beam_search(model, src, src == 1, beam_size=2, max_len=6) == [2]
-    assert beam_search(model, src, src == 1, beam_size=2, max_len=6, length_penalty=1.0) == [
+    assert beam_search(model, src, src == 1, beam_size=2, max_new_tokens=6) == [2]
+    assert beam_search(model, src, src == 1, beam_size=2, max_new_tokens=6, length_penalty=1.0) == [
         3,
         3,
         3,

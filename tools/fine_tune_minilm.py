@@ -48,7 +48,7 @@ from course_lib.training import learning_rate_at
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "course_lib" / "data" / "minilm_topics.pt"
 TOP = 1  # encoder layers fine-tuned (and shipped)
-MAX_LEN = 64
+MAX_LENGTH = 64
 BUDGET = 64  # labelled training sentences per topic
 VALIDATION = 32  # labelled validation sentences per topic
 C_GRID = (0.1, 1.0, 10.0)
@@ -70,7 +70,7 @@ def logistic(train_x, train_y, val_x, val_y):
 def frozen_pass(tokenizer, encoder, texts):
     """``(cls (N, H), mean (N, H), middle)``: middle[i] = layer ``6 - TOP`` output, real tokens."""
     n_layers = encoder.config.num_hidden_layers
-    order, batches = encode_sentences(tokenizer, texts, MAX_LEN)
+    order, batches = encode_sentences(tokenizer, texts, MAX_LENGTH)
     cls_rows, mean_rows, mid_rows = [], [], []
     with torch.no_grad():
         for b in batches:
@@ -222,7 +222,7 @@ def main() -> None:
                 "test_predictions": test_predictions,
                 "top_layers": TOP,
                 "topics": list(TOPICS),
-                "max_len": MAX_LEN,
+                "max_length": MAX_LENGTH,
                 "budget": {"train_per_topic": BUDGET, "validation_per_topic": VALIDATION},
                 "C_grid": list(C_GRID),
                 "table": table,
@@ -282,7 +282,7 @@ def main() -> None:
         def predict_full(split_texts):
             full.eval()
             head.eval()
-            order, batches = encode_sentences(tokenizer, split_texts, MAX_LEN)
+            order, batches = encode_sentences(tokenizer, split_texts, MAX_LENGTH)
             preds = []
             for b in batches:
                 out = full(b["input_ids"], b["token_type_ids"], b["attention_mask"])
@@ -299,7 +299,9 @@ def main() -> None:
             for k in range(steps_per_epoch):
                 idx = perm[k * args.batch_size : (k + 1) * args.batch_size]
                 # encode_sentences sorts the rows by length: reorder the labels alike
-                order, (b,) = encode_sentences(tokenizer, [texts[i] for i in idx], MAX_LEN, 10**6)
+                order, (b,) = encode_sentences(
+                    tokenizer, [texts[i] for i in idx], MAX_LENGTH, 10**6
+                )
                 for g, rate in zip(opt.param_groups, rates, strict=True):
                     g["lr"] = learning_rate_at(step, total, rate, total // 10)
                 out = full(b["input_ids"], b["token_type_ids"], b["attention_mask"])

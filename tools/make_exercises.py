@@ -79,29 +79,18 @@ def render(nb: nbformat.NotebookNode) -> str:
 def main(argv: list[str]) -> int:
     import nbformat
 
-    check = "--check" in argv
-    stale = []
+    try:
+        from tools.notebook_form import sync_folder
+    except ImportError:  # run as a script
+        from notebook_form import sync_folder
+
+    texts = {}
     for path in sorted(SOLUTIONS.glob("*.ipynb")):
         solution = nbformat.read(path, as_version=4)
         if not any(BEGIN in c.source for c in solution.cells):
             raise SystemExit(f"{path.name}: no '{BEGIN}' marker, so no exercise to generate")
-        text = render(make_exercise(solution, path.stem))
-        target = EXERCISES / path.name
-        if check:
-            if not target.exists() or target.read_text() != text:
-                stale.append(target.relative_to(ROOT))
-        else:
-            EXERCISES.mkdir(exist_ok=True)
-            target.write_text(text)
-            print(f"wrote {target.relative_to(ROOT)}")
-    extra = {p.name for p in EXERCISES.glob("*.ipynb")} - {
-        p.name for p in SOLUTIONS.glob("*.ipynb")
-    }
-    stale += [Path("exercises") / n for n in sorted(extra)]
-    if stale:
-        print("out of date (run `make exercises`):", *map(str, stale), sep="\n  ")
-        return 1
-    return 0
+        texts[path.name] = render(make_exercise(solution, path.stem))
+    return sync_folder(EXERCISES, texts, check="--check" in argv, make_target="exercises")
 
 
 if __name__ == "__main__":

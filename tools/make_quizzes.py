@@ -20,6 +20,7 @@ import nbformat
 
 from course_lib.quiz import Item, Quiz, load_quizzes
 from tools.make_exercises import CODE_STUB
+from tools.notebook_form import sync_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 QUIZ_NOTEBOOKS = ROOT / "quizzes"
@@ -108,25 +109,8 @@ def render(nb: nbformat.NotebookNode) -> str:
 
 
 def main(argv: list[str]) -> int:
-    check = "--check" in argv
-    stale = []
-    quizzes = load_quizzes()
-    for quiz in quizzes:
-        target = QUIZ_NOTEBOOKS / quiz.notebook_name
-        text = render(quiz_notebook(quiz))
-        if check:
-            if not target.exists() or target.read_text(encoding="utf-8") != text:
-                stale.append(target.relative_to(ROOT))
-        else:
-            QUIZ_NOTEBOOKS.mkdir(exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-            print(f"wrote {target.relative_to(ROOT)}")
-    extra = {p.name for p in QUIZ_NOTEBOOKS.glob("*.ipynb")} - {q.notebook_name for q in quizzes}
-    stale += [Path("quizzes") / n for n in sorted(extra)]
-    if stale:
-        print("out of date (run `make quizzes`):", *map(str, stale), sep="\n  ")
-        return 1
-    return 0
+    texts = {quiz.notebook_name: render(quiz_notebook(quiz)) for quiz in load_quizzes()}
+    return sync_folder(QUIZ_NOTEBOOKS, texts, check="--check" in argv, make_target="quizzes")
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ def build(rung: int, d_ff: int, vocab_size: int = VOCAB) -> nn.Module:
     if rung >= ROPE:
         kv_heads = 2 if rung >= GQA else HEADS
         config = ModernConfig(vocab_size, D, HEADS, kv_heads, LAYERS, d_ff, tie_weights=True,
-                              max_len=CONTEXT)  # fmt: skip
+                              context_length=CONTEXT)  # fmt: skip
         return ModernLM(config)
     model = GPT(GPTConfig(vocab_size, CONTEXT, d_model=D, num_heads=HEADS, num_layers=LAYERS,
                           d_ff=d_ff))  # fmt: skip

@@ -70,6 +70,28 @@ def write(nb: nbformat.NotebookNode, path: Path) -> None:
     Path(path).write_text(writes(nb), encoding="utf-8")
 
 
+def sync_folder(folder: Path, texts: dict[str, str], *, check: bool, make_target: str) -> int:
+    """Write each generated notebook ``texts[name]`` to ``folder/name``; with ``check``, write
+    nothing and list the files that differ or that no longer have a source. Returns the exit code."""
+    stale = []
+    for name, text in texts.items():
+        target = folder / name
+        if check:
+            if not target.exists() or target.read_text(encoding="utf-8") != text:
+                stale.append(f"{folder.name}/{name}")
+        else:
+            folder.mkdir(exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+            print(f"wrote {folder.name}/{name}")
+    stale += [
+        f"{folder.name}/{n}" for n in sorted({p.name for p in folder.glob("*.ipynb")} - set(texts))
+    ]
+    if stale:
+        print(f"out of date (run `make {make_target}`):", *stale, sep="\n  ")
+        return 1
+    return 0
+
+
 def main(argv: list[str]) -> int:
     root = Path(__file__).resolve().parents[1]
     paths = [Path(a) for a in argv] or [

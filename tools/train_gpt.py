@@ -10,7 +10,7 @@ What it does (settings in ``course_lib.configs.TINY_GPT_CONFIG`` / ``TINY_GPT_TR
   what the model learns from; the held-out documents (every 10th document of the corpus) are
   never used for any choice;
 * AdamW with warm-up, cosine decay, weight decay and dropout (the corpus is small and a 4-layer
-  model overfits it within minutes); random windows of ``max_len + 1`` tokens;
+  model overfits it within minutes); random windows of ``context_length + 1`` tokens;
 * the validation loss every ``eval_every`` steps; the weights of the best validation step are
   kept and saved in float16 (~1.8 MB), with the validation and held-out history.
 
@@ -90,7 +90,9 @@ def main() -> None:
     def batches(step: int):
         if step and step % cfg["eval_every"] == 0:
             evaluate(step)
-        return random_windows(fit_ids, cfg["batch_size"], TINY_GPT_CONFIG.max_len, window_gen)
+        return random_windows(
+            fit_ids, cfg["batch_size"], TINY_GPT_CONFIG.context_length, window_gen
+        )
 
     def loss_fn(model, batch):
         loss = lm_loss(model, batch)

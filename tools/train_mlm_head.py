@@ -116,7 +116,7 @@ def whole_word_mask(tokens, rng, vocab_size, mask_id, train, prob=0.15):
     return ids, picked
 
 
-def featurize(sentences, split, copies, tokenizer, encoder, layers, max_len, rng, batch=64):
+def featurize(sentences, split, copies, tokenizer, encoder, layers, max_length, rng, batch=64):
     """Mask every sentence ``copies`` times and run the frozen encoder once over all of them.
 
     Returns ``{"x": (N, len(layers), H) float16, "y": (N,) targets, "content": (N,) bool}``
@@ -125,7 +125,7 @@ def featurize(sentences, split, copies, tokenizer, encoder, layers, max_len, rng
     mask_id, vocab = tokenizer.mask_token_id, encoder.config.vocab_size
     rows = []
     for s in sentences:
-        ids = tokenizer(s, truncation=True, max_length=max_len)["input_ids"]
+        ids = tokenizer(s, truncation=True, max_length=max_length)["input_ids"]
         pieces = tokenizer.convert_ids_to_tokens(ids)
         for _ in range(copies):
             inputs, picked = whole_word_mask(
@@ -252,7 +252,7 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=2, help="maskings of each train sentence")
     parser.add_argument("--targets", choices=["content", "all"], default="content",
                         help="train on content words only, or on every masked token")  # fmt: skip
-    parser.add_argument("--max-len", type=int, default=48)
+    parser.add_argument("--max-length", type=int, default=48)
     parser.add_argument("--cache", type=Path, default=None, help="feature cache (not the repo)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
@@ -268,7 +268,7 @@ def main() -> None:
     print({k: len(v) for k, v in text.items()}, "sentences", flush=True)
 
     key = hashlib.sha256(
-        args.corpus.read_bytes() + repr((args.layers, args.copies, args.max_len)).encode()
+        args.corpus.read_bytes() + repr((args.layers, args.copies, args.max_length)).encode()
     ).hexdigest()[:12]
     cache = args.cache or Path(tempfile.gettempdir()) / f"minilm_mlm_features_{key}.pt"
     cpu0 = time.process_time()
@@ -279,7 +279,7 @@ def main() -> None:
         feat_rng = np.random.default_rng(1234)
         feats = {
             split: featurize(text[split], split, args.copies if split == "train" else 1,
-                             tokenizer, encoder, args.layers, args.max_len, feat_rng)
+                             tokenizer, encoder, args.layers, args.max_length, feat_rng)
             for split in ("train", "validation", "test")
         }  # fmt: skip
         torch.save({"key": key, "feats": feats}, cache)

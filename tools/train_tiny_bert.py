@@ -45,8 +45,8 @@ def main() -> None:
     rng = seed_everything(cfg["seed"], threads=1)
     tokenizer = pretraining_tokenizer(TINY_BERT_CONFIG.vocab_size)
     train_docs, held_docs = split_documents(load_pretraining_corpus())
-    data = PretrainingData(tokenizer, train_docs, max_len=TINY_BERT_CONFIG.max_len)
-    held = PretrainingData(tokenizer, held_docs, max_len=TINY_BERT_CONFIG.max_len)
+    data = PretrainingData(tokenizer, train_docs, seq_len=TINY_BERT_CONFIG.context_length)
+    held = PretrainingData(tokenizer, held_docs, seq_len=TINY_BERT_CONFIG.context_length)
     eval_batches = [held.batch(64, np.random.default_rng(1000 + i)) for i in range(16)]
 
     model = TinyBert(replace(TINY_BERT_CONFIG, vocab_size=len(tokenizer)))

@@ -75,11 +75,12 @@ def clipped_counts(
     Returns:
         ``Counter`` of clipped counts; n-grams no reference contains are absent.
     """
+    hyp = _as_tokens(hypothesis, "hypothesis")
     refs = _as_token_lists(references, "references")
     max_ref = Counter()
     for ref in refs:
         max_ref |= ngram_counts(ref, n)
-    return ngram_counts(hypothesis, n) & max_ref
+    return ngram_counts(hyp, n) & max_ref
 
 
 def modified_precision(
@@ -93,6 +94,7 @@ def modified_precision(
     order ``n`` (shorter than n tokens) gives 0.0 — the precision is undefined there, which is
     why :func:`compute_bleu` has smoothing and ``effective_order``.
     """
+    hypothesis = _as_tokens(hypothesis, "hypothesis")
     total = sum(ngram_counts(hypothesis, n).values())
     if total == 0:
         return 0.0

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._validation import check_positive_int
+from .._validation import check_flag, check_positive_int, check_str
 from .counting import brevity_penalty, geometric_mean
 
 __all__ = ["SMOOTH_METHODS", "BLEUScore", "compute_bleu"]
@@ -122,6 +122,8 @@ def compute_bleu(
     """
     check_smoothing(smooth_method, smooth_value)
     n_max = check_positive_int(max_ngram_order, "max_ngram_order")
+    effective_order = check_flag(effective_order, "effective_order")
+    signature = check_str(signature, "signature")
     for name, values in (("counts", counts), ("totals", totals)):
         if not isinstance(values, Sequence) or isinstance(values, str):
             raise TypeError(f"{name} must be a list of n-gram counts, got {type(values).__name__}")

@@ -64,7 +64,8 @@ def bleu_statistics(
             )
     if len(hypotheses) != len(references):
         raise ValueError(
-            f"got {len(hypotheses)} hypotheses but {len(references)} reference entries"
+            f"hypotheses and references must have the same length: got {len(hypotheses)} "
+            f"hypotheses and {len(references)} reference entries"
         )
     # One row per line: hypotheses first (role 0), then each reference (role 1 + its index).
     lines, segment, role = list(hypotheses), list(range(len(hypotheses))), [0] * len(hypotheses)

@@ -151,7 +151,7 @@ def _check_ids(ex: str, got, expected: torch.Tensor, what: str, hint: str | None
         ex, got.tolist(), expected.tolist(), what=what,
         hint=hint or "start from a column of <bos>; at each step take argmax of the LAST "
         "position's logits, put pad_id in rows that already produced <eos>, append, and stop "
-        "when every row is done or after max_len words; return ys[:, 1:].",
+        "when every row is done or after max_new_tokens words; return ys[:, 1:].",
     )  # fmt: skip
 
 
@@ -167,11 +167,11 @@ def tiny_translator(seed: int = 0) -> TransformerTranslator:
         return TransformerTranslator(12, 9, d_model=16, num_heads=2, num_layers=1, d_ff=32).eval()
 
 
-def _greedy_mistake(model, src, src_mask, max_len, variant: str) -> list:
+def _greedy_mistake(model, src, src_mask, max_new_tokens, variant: str) -> list:
     memory = model.encode(src, src_mask)
     ys = torch.full((src.shape[0], 1), 1, dtype=torch.long)
     done = torch.zeros(src.shape[0], dtype=torch.bool)
-    for _ in range(max_len):
+    for _ in range(max_new_tokens):
         logits = model.decode(memory, src_mask, ys)
         nxt = (logits[:, 0] if variant == "first" else logits[:, -1]).argmax(-1)
         if variant != "no pad":
@@ -188,34 +188,36 @@ _GREEDY_MISTAKES = {
     "no pad": "a row that already produced <eos> gets pad_id from then on, not more words.",
     "first": "take the argmax of the LAST position's logits (logits[:, -1]): it predicts the "
     "next word.",
-    "never stops": "stop as soon as EVERY row has produced <eos> (do not always run max_len "
+    "never stops": "stop as soon as EVERY row has produced <eos> (do not always run max_new_tokens "
     "steps).",
     "any": "stop when EVERY row is done, not when the first row produces <eos>.",
 }
 
 
 def check_greedy_decode(student_fn, *, seed: int = 0) -> None:
-    """Exercise 7.3: ``fn(model, src, src_mask, bos_id, eos_id, pad_id, max_len)``."""
+    """Exercise 7.3: ``fn(model, src, src_mask, bos_id, eos_id, pad_id, max_new_tokens)``."""
     ex = "7.3"
     src = torch.tensor([[0, 1, 1, 1], [1, 1, 1, 1], [2, 1, 1, 1]])
     scripts = [[[4, 5, 2], [3, 2], [6, 6, 6, 6, 6]], [[3, 3, 2], [7, 5, 5, 5, 4, 2], [2]]]
     cases = [(Built("course_lib.checks.lecture07:scripted_model", script=sc), src, src >= 0, m,
-              f"output of a model that says {sc} (then <eos>) with max_len={m}")
+              f"output of a model that says {sc} (then <eos>) with max_new_tokens={m}")
              for sc in scripts for m in (10, 3)]  # fmt: skip
     src2 = torch.tensor([[4, 5, 6, 7], [8, 9, 0, 0]])
     cases.append((Built("course_lib.checks.lecture07:tiny_translator", seed=seed), src2,
-                  src2 != 0, 6, "output of a small (untrained) Transformer, max_len=6"))  # fmt: skip
-    for recipe, s, s_mask, max_len, what in cases:
+                  src2 != 0, 6, "output of a small (untrained) Transformer, max_new_tokens=6"))  # fmt: skip
+    for recipe, s, s_mask, max_new_tokens, what in cases:
         model = recipe.build()
         with torch.no_grad():
             expected = greedy_decode(
-                model, s, s_mask, bos_id=1, eos_id=2, pad_id=0, max_len=max_len
+                model, s, s_mask, bos_id=1, eos_id=2, pad_id=0, max_new_tokens=max_new_tokens
             )
-            got = call_student(ex, student_fn, recipe, s.clone(), s_mask.clone(), 1, 2, 0, max_len)
+            got = call_student(
+                ex, student_fn, recipe, s.clone(), s_mask.clone(), 1, 2, 0, max_new_tokens
+            )
             hint = None
             if isinstance(got, torch.Tensor) and got.tolist() != expected.tolist():
                 for variant, mistake in _GREEDY_MISTAKES.items():
-                    if got.tolist() == _greedy_mistake(model, s, s_mask, max_len, variant):
+                    if got.tolist() == _greedy_mistake(model, s, s_mask, max_new_tokens, variant):
                         hint = mistake
                         break
         _check_ids(ex, got, expected, what, hint)

@@ -136,9 +136,10 @@ def _topic_checkpoint() -> dict:
     """Lecture 12's checkpoint as saved by ``tools/fine_tune_minilm.py`` (``weights_only``)."""
     import torch
 
+    from ..configs import current_names
     from ..pretrained import TOPIC_CLASSIFIER_FILE
 
-    return torch.load(TOPIC_CLASSIFIER_FILE, map_location="cpu", weights_only=True)
+    return current_names(torch.load(TOPIC_CLASSIFIER_FILE, map_location="cpu", weights_only=True))
 
 
 def shipped_sweep() -> list[dict]:

@@ -154,7 +154,7 @@ def evaluate_lm(model: nn.Module, ids: torch.Tensor, block: int | None = None) -
     """Mean cross-entropy (nats/token) of ``model`` predicting every token of ``ids`` but the first.
 
     The stream is cut into consecutive blocks of ``block`` predictions (default the model's
-    ``max_len``); the first prediction of a block sees one token of context, the last ``block``.
+    ``context_length``); the first prediction of a block sees one token of context, the last ``block``.
     Every token from the second on is predicted exactly once, as the count models do.
     """
     check_module(model)

@@ -207,7 +207,7 @@ class PretrainingData:
     Args:
         tokenizer: a tokenizer with BERT's special tokens (:func:`pretraining_tokenizer`).
         documents: lists of sentences (default: the whole corpus).
-        max_len: length of every sequence, ``[CLS]``/``[SEP]`` included; shorter ones are padded.
+        seq_len: length of every sequence, ``[CLS]``/``[SEP]`` included; shorter ones are padded.
         mask_prob: the masked-LM picking rate.
 
     Masking is *dynamic* (a fresh masking every time a pair is drawn, as RoBERTa does); the
@@ -218,13 +218,13 @@ class PretrainingData:
         self,
         tokenizer: BPETokenizer,
         documents: Sequence[Sequence[str]] | None = None,
-        max_len: int = 64,
+        seq_len: int = 64,
         mask_prob: float = 0.15,
     ):
         self.tokenizer = tokenizer
-        self.max_len = check_positive_int(max_len, "max_len")
-        if self.max_len < 5:
-            raise ValueError(f"max_len must be >= 5 (3 special tokens + 2 words), got {max_len}")
+        self.seq_len = check_positive_int(seq_len, "seq_len")
+        if self.seq_len < 5:
+            raise ValueError(f"seq_len must be >= 5 (3 special tokens + 2 words), got {seq_len}")
         self.mask_prob = check_probability(mask_prob, "mask_prob")
         missing = [t for t in SPECIAL_TOKENS if t not in getattr(tokenizer, "vocab", {})]
         if missing:
@@ -257,12 +257,12 @@ class PretrainingData:
             raise ValueError(f"position must be in [0, {len(self.positions)}), got {position}")
         doc, index = self.positions[position]
         a, b, is_next = make_nsp_pair(self.documents, doc, index, rng)
-        a, b = truncate_pair(a, b, self.max_len - 3)
+        a, b = truncate_pair(a, b, self.seq_len - 3)
         ids, segments = pair_input(a, b, self.cls_id, self.sep_id)
         return {"input_ids": ids, "segment_ids": segments, "is_next": is_next}
 
     def batch(self, batch_size: int, rng: np.random.Generator, mask: bool = True) -> dict:
-        """A batch of torch tensors, all ``(batch, max_len)`` except ``nsp_labels`` ``(batch,)``:
+        """A batch of torch tensors, all ``(batch, seq_len)`` except ``nsp_labels`` ``(batch,)``:
 
         ``input_ids`` (masked if ``mask``), ``segment_ids``, ``attention_mask`` (bool, True =
         a real token), ``mlm_labels`` (original id at picked positions, else -100),
@@ -272,8 +272,8 @@ class PretrainingData:
 
         batch_size = check_positive_int(batch_size, "batch_size")
         check_type(rng, "rng", np.random.Generator)
-        ids = np.full((batch_size, self.max_len), self.pad_id, dtype=np.int64)
-        segs = np.zeros((batch_size, self.max_len), dtype=np.int64)
+        ids = np.full((batch_size, self.seq_len), self.pad_id, dtype=np.int64)
+        segs = np.zeros((batch_size, self.seq_len), dtype=np.int64)
         nsp = np.zeros(batch_size, dtype=np.int64)
         for row in range(batch_size):
             ex = self.example(rng)

@@ -48,7 +48,7 @@ def _gpt(model) -> tuple[GPT, dict]:
             f"config.activation_function={c.activation_function!r} is not supported; expected "
             "one of ['gelu', 'gelu_new', 'relu']"
         )
-    config = GPTConfig(vocab_size=c.vocab_size, max_len=c.n_positions, d_model=c.n_embd,
+    config = GPTConfig(vocab_size=c.vocab_size, context_length=c.n_positions, d_model=c.n_embd,
                        num_heads=c.n_head, num_layers=c.n_layer, d_ff=c.n_inner,
                        dropout=c.resid_pdrop, activation=c.activation_function, tie_weights=tied,
                        layer_norm_eps=c.layer_norm_epsilon)  # fmt: skip
@@ -100,7 +100,7 @@ def _llama(model) -> tuple[ModernLM, dict]:
         vocab_size=c.vocab_size, d_model=c.hidden_size, num_heads=c.num_attention_heads,
         num_kv_heads=c.num_key_value_heads, num_layers=c.num_hidden_layers,
         d_ff=c.intermediate_size, rope_theta=float(rope_params["rope_theta"]),
-        rms_eps=c.rms_norm_eps, tie_weights=tied, max_len=c.max_position_embeddings,
+        rms_eps=c.rms_norm_eps, tie_weights=tied, context_length=c.max_position_embeddings,
     )  # fmt: skip
     d_head = c.hidden_size // c.num_attention_heads
     perm = torch.as_tensor(halves_to_interleaved(d_head))

@@ -28,7 +28,7 @@ from .._validation import (
     check_positive_int,
     checkpoint_path,
 )
-from ..configs import GPTConfig
+from ..configs import GPTConfig, current_names
 from ..data.chat import END_OF_TURN, render_chat
 from ..tokenization import BPETokenizer
 from .generation import generate
@@ -187,7 +187,7 @@ def load_assistant(name: str = "tuned", path: str | Path | None = None) -> tuple
     """
     check_choice(name, "name", ASSISTANT_CHECKPOINTS)
     path = checkpoint_path(path, ASSISTANT_CHECKPOINTS[name])
-    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    ckpt = current_names(torch.load(path, map_location="cpu", weights_only=True))
     check_checkpoint(
         ckpt,
         ("config", "state_dict", "replies"),

@@ -39,9 +39,9 @@ from .._validation import (
     checkpoint_path,
     inner_checks_off,
 )
-from ..configs import TinyBertConfig
+from ..configs import TinyBertConfig, current_names
 from ..nn import Encoder, eval_mode
-from ..tokenization import SPACE, BPETokenizer
+from ..tokenization import BPETokenizer
 
 __all__ = [
     "TinyBert",
@@ -50,7 +50,7 @@ __all__ = [
     "pretraining_accuracy",
     "bert_parameter_count",
     "load_tiny_bert",
-    "fill_in",
+    "fill_mask",
 ]
 
 IGNORE_INDEX = -100
@@ -71,7 +71,7 @@ class TinyBert(nn.Module):
         super().__init__()
         self.config = c = check_type(config, "config", TinyBertConfig)
         self.token_embedding = nn.Embedding(c.vocab_size, c.d_model)
-        self.position_embedding = nn.Embedding(c.max_len, c.d_model)
+        self.position_embedding = nn.Embedding(c.context_length, c.d_model)
         self.segment_embedding = nn.Embedding(c.type_vocab_size, c.d_model)
         self.embedding_norm = nn.LayerNorm(c.d_model, eps=1e-12)
         self.dropout = nn.Dropout(c.dropout)
@@ -104,10 +104,10 @@ class TinyBert(nn.Module):
         c = self.config
         check_token_ids(input_ids, "input_ids", "(batch, n)", c.vocab_size)
         n = input_ids.shape[1]
-        if n > c.max_len:
+        if n > c.context_length:
             raise ValueError(
-                f"input_ids has n={n} positions but the model has only max_len="
-                f"{c.max_len} position embeddings"
+                f"input_ids has n={n} positions but the model has only context_length="
+                f"{c.context_length} position embeddings"
             )
         if segment_ids is None:
             segment_ids = torch.zeros_like(input_ids)
@@ -272,7 +272,7 @@ def load_tiny_bert(path: str | Path | None = None) -> tuple[TinyBert, dict]:
     held-out accuracies). Reproduce it with ``python -m tools.train_tiny_bert``.
     """
     path = checkpoint_path(path, CHECKPOINT)
-    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    ckpt = current_names(torch.load(path, map_location="cpu", weights_only=True))
     check_checkpoint(ckpt, ("vocab_size", "config", "state_dict"), path, "TinyBert")
     model = TinyBert(TinyBertConfig(vocab_size=ckpt["vocab_size"], **ckpt["config"]))
     model.load_state_dict(ckpt["state_dict"])
@@ -281,31 +281,39 @@ def load_tiny_bert(path: str | Path | None = None) -> tuple[TinyBert, dict]:
     return model, meta
 
 
-def fill_in(
-    model: TinyBert, tokenizer: BPETokenizer, text: str, word: str, top_k: int = 3
-) -> tuple[str, list[tuple[str, float]]]:
-    """Hide ``word`` in ``text`` behind ``[MASK]`` and ask ``model`` for it.
+def fill_mask(
+    model: TinyBert, tokenizer: BPETokenizer, text: str, top_k: int = 3
+) -> list[tuple[str, float]]:
+    """The ``top_k`` most probable tokens for the one ``[MASK]`` in ``text``, by ``model``.
 
-    ``tokenizer`` is the model's BPE tokenizer (e.g. ``pretraining_tokenizer()``); ``word`` must
-    be a single token of it, preceded by a space in ``text`` (its first occurrence is masked).
-    The model reads ``[CLS] text [SEP] [SEP]`` (segment B empty). Returns
-    ``(masked_text, [(token, probability), ...])``, the ``top_k`` guesses most probable first.
+    The same task as :func:`course_lib.pretrained.fill_mask` (MiniLM), on lecture 08's tiny
+    BERT: ``tokenizer`` is its BPE tokenizer (e.g. ``pretraining_tokenizer()``). The text on
+    either side of ``[MASK]`` is tokenized as it is, and ``[MASK]`` takes one token's place;
+    the model reads ``[CLS] text [SEP] [SEP]`` (segment B empty). Returns
+    ``[(token, probability), ...]``, most probable first.
     """
     if not isinstance(model, TinyBert):
         raise TypeError(f"model must be a TinyBert, got {type(model).__name__}")
     if not isinstance(tokenizer, BPETokenizer):
         raise TypeError(f"tokenizer must be a BPETokenizer, got {type(tokenizer).__name__}")
-    text, word = check_str(text, "text"), check_str(word, "word")
-    top_k = check_positive_int(top_k, "top_k")
-    pieces = tokenizer.tokenize(text)
-    if SPACE + word.lower() not in pieces:
+    if check_str(text, "text").count("[MASK]") != 1:
         raise ValueError(
-            f"word {word!r} must be one token of the tokenizer after a space in text; text "
-            f"tokenizes as {pieces}"
+            f"text must contain exactly one [MASK], got {text.count('[MASK]')}: {text!r}"
         )
-    i = pieces.index(SPACE + word.lower())
-    ids = [tokenizer.vocab[p] for p in pieces]
-    ids[i] = tokenizer.vocab["[MASK]"]
+    top_k = check_positive_int(top_k, "top_k")
+    before, after = text.split("[MASK]")
+    if not re.match(r"\w", after):  # keep the space before the next word: tokenize "a" + after
+        after_ids = tokenizer.encode("a" + after)[len(tokenizer.encode("a")) :]
+    else:  # [MASK] is glued to the rest of a word
+        after_ids = tokenizer.encode(after)
+    mask = tokenizer.vocab["[MASK]"]
+    ids = [*tokenizer.encode(before), mask, *after_ids]
+    i = ids.index(mask)
+    if len(ids) + 3 > model.config.context_length:
+        raise ValueError(
+            f"text is {len(ids)} tokens; with [CLS] and two [SEP] it must fit the model's "
+            f"context_length={model.config.context_length}"
+        )
     cls, sep = tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"]
     input_ids = [cls, *ids, sep, sep]  # [CLS] A [SEP] B [SEP] with B empty
     segments = [0] * (len(ids) + 2) + [1]
@@ -313,8 +321,5 @@ def fill_in(
         hidden = model(torch.tensor([input_ids]), torch.tensor([segments]))  # (1, n, d)
         probs = model.mlm_logits(hidden[0, i + 1]).softmax(-1)  # +1: [CLS] comes first
     top = probs.topk(top_k)
-    guesses = [(tokenizer.id_to_token[int(j)], float(q))
-               for q, j in zip(top.values, top.indices, strict=True)]  # fmt: skip
-    # The masked token is the first whole word `word` after a space (as the tokenizer saw it).
-    masked = re.sub(rf"(?<=\s){re.escape(word)}(?!\w)", "[MASK]", text, count=1, flags=re.I)
-    return masked, guesses
+    return [(tokenizer.id_to_token[int(j)], float(q))
+            for q, j in zip(top.values, top.indices, strict=True)]  # fmt: skip

@@ -173,7 +173,7 @@ def confusion_matrix(labels, predictions, num_classes: int) -> np.ndarray:
     return out
 
 
-def encode_sentences(tokenizer, texts, max_len: int = 64, batch_size: int = 64, pairs=None):
+def encode_sentences(tokenizer, texts, max_length: int = 64, batch_size: int = 64, pairs=None):
     """Tokenize ``texts`` (or sentence pairs ``(A, B)``) into padded batches sorted by length.
 
     Returns ``(order, batches)``: ``batches`` is a list of dicts of ``input_ids``,
@@ -183,13 +183,13 @@ def encode_sentences(tokenizer, texts, max_len: int = 64, batch_size: int = 64, 
     check_callable(tokenizer, "tokenizer", "a Hugging Face tokenizer (callable)")
     if isinstance(texts, str):
         raise TypeError(f"texts must be a list of str, got the str {texts!r:.40}; wrap it in [...]")
-    max_len = check_positive_int(max_len, "max_len")
+    max_length = check_positive_int(max_length, "max_length")
     batch_size = check_positive_int(batch_size, "batch_size")
     items = list(texts) if pairs is None else list(pairs)
     if pairs is None:
-        enc = [tokenizer(t, truncation=True, max_length=max_len) for t in items]
+        enc = [tokenizer(t, truncation=True, max_length=max_length) for t in items]
     else:
-        enc = [tokenizer(a, b, truncation=True, max_length=max_len) for a, b in items]
+        enc = [tokenizer(a, b, truncation=True, max_length=max_length) for a, b in items]
     order = sorted(range(len(enc)), key=lambda i: len(enc[i]["input_ids"]))
     batches = []
     for start in range(0, len(order), batch_size):

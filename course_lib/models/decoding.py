@@ -28,7 +28,7 @@ def greedy_decode(
     bos_id: int = 1,
     eos_id: int = 2,
     pad_id: int = 0,
-    max_len: int = 40,
+    max_new_tokens: int = 40,
 ) -> torch.Tensor:
     """Translate a batch greedily (the most probable word at each step).
 
@@ -36,20 +36,20 @@ def greedy_decode(
         model: a translation model (``encode``/``decode`` interface).
         src: ``(batch, S)`` source ids; src_mask: ``(batch, S)`` bool, True = real token.
         bos_id, eos_id, pad_id: special ids of the target vocabulary.
-        max_len: at most this many words are generated per sentence (``<eos>`` included).
+        max_new_tokens: at most this many words are generated per sentence (``<eos>`` included).
 
     Returns:
-        ``(batch, L)`` ids without ``<bos>``, ``L <= max_len``: each row ends at its first
-        ``<eos>`` and is padded with ``pad_id`` after it (rows that hit ``max_len`` have no
+        ``(batch, L)`` ids without ``<bos>``, ``L <= max_new_tokens``: each row ends at its first
+        ``<eos>`` and is padded with ``pad_id`` after it (rows that hit ``max_new_tokens`` have no
         ``<eos>``). Decoding stops as soon as every row has produced ``<eos>``.
     """
     check_module(model)
-    max_len = check_positive_int(max_len, "max_len")
+    max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens")
     with eval_mode(model):
         memory = model.encode(src, src_mask)
         ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long)
         done = torch.zeros(src.shape[0], dtype=torch.bool)
-        for _ in range(max_len):
+        for _ in range(max_new_tokens):
             logits = model.decode(memory, src_mask, ys)[:, -1]  # only the newest position
             next_word = logits.argmax(-1)
             next_word = next_word.masked_fill(done, pad_id)  # finished rows: padding
@@ -76,7 +76,7 @@ def beam_search(
     beam_size: int = 4,
     bos_id: int = 1,
     eos_id: int = 2,
-    max_len: int = 40,
+    max_new_tokens: int = 40,
     length_penalty: float = 0.0,
 ) -> list[int]:
     """The most probable translation found by beam search, for ONE sentence.
@@ -84,7 +84,7 @@ def beam_search(
     Keeps the ``beam_size`` most probable prefixes (by summed log-probability) at every step
     instead of only the best one; a prefix that ends in ``<eos>`` is set aside as finished.
     Stops when the best finished sentence is more probable than every prefix still open (a
-    longer prefix can only lose probability) or after ``max_len`` words. With
+    longer prefix can only lose probability) or after ``max_new_tokens`` words. With
     ``beam_size=1`` this is greedy decoding.
 
     Every word multiplies a sentence's probability by a number below 1, so the most probable
@@ -98,11 +98,11 @@ def beam_search(
 
     Returns:
         The ids of the best sentence without ``<bos>``, ending with ``<eos>`` unless it hit
-        ``max_len``.
+        ``max_new_tokens``.
     """
     check_module(model)
     beam_size = check_positive_int(beam_size, "beam_size")
-    max_len = check_positive_int(max_len, "max_len")
+    max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens")
     if isinstance(length_penalty, bool) or not (
         isinstance(length_penalty, (int, float)) and length_penalty >= 0
     ):
@@ -118,7 +118,7 @@ def beam_search(
         memory = model.encode(src, src_mask)
         beams: list[tuple[list[int], float]] = [([bos_id], 0.0)]
         finished: list[tuple[list[int], float]] = []
-        for _ in range(max_len):
+        for _ in range(max_new_tokens):
             ys = torch.tensor([seq for seq, _ in beams], dtype=torch.long)
             n = len(beams)
             logits = model.decode(_repeat_rows(memory, n), src_mask.expand(n, -1), ys)[:, -1]
@@ -166,7 +166,7 @@ def translate(
     src_vocab,
     tgt_vocab,
     *,
-    max_len: int = 40,
+    max_new_tokens: int = 40,
     batch_size: int = 200,
 ) -> list[str]:
     """Greedy translations of ``sentences`` (strings) as space-separated target tokens.
@@ -187,7 +187,7 @@ def translate(
         idx = order[start : start + batch_size]
         batch = make_batch([(sentences[i], "") for i in idx], src_vocab, tgt_vocab)
         ids = greedy_decode(model, batch.src, batch.src_mask, bos_id=tgt_vocab.bos_id,
-                            eos_id=tgt_vocab.eos_id, pad_id=tgt_vocab.pad_id, max_len=max_len)  # fmt: skip
+                            eos_id=tgt_vocab.eos_id, pad_id=tgt_vocab.pad_id, max_new_tokens=max_new_tokens)  # fmt: skip
         for i, row in zip(idx, ids.tolist(), strict=True):
             out[i] = tgt_vocab.decode(row)
     return out

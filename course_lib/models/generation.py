@@ -6,7 +6,7 @@ decoder, for any model with
 
 * ``forward(ids, cache=None) -> logits (batch, n, vocab)`` where ``cache`` is a
   :class:`course_lib.nn.KVCache` filled in place, and
-* a ``max_len`` attribute: the context length (most positions it can look at).
+* a ``context_length`` attribute: the context length (most positions it can look at).
 
 Choosing the next token from the last position's logits (:func:`next_token`):
 
@@ -24,7 +24,7 @@ import numbers
 import torch
 from torch import nn
 
-from .._validation import check_context, check_module, check_positive_int, check_str
+from .._validation import check_context, check_flag, check_module, check_positive_int, check_str
 from ..nn import KVCache, eval_mode
 from ..tokenization import BPETokenizer
 
@@ -133,6 +133,8 @@ def next_token(
             f"logits must have shape (batch, vocab), got {tuple(logits.shape)}; "
             "for one row use logits[None]"
         )
+    if torch.isnan(logits).any():
+        raise ValueError("logits contains nan; no token can be picked from a nan distribution")
     temperature = _check_temperature(temperature)
     if top_k is not None:
         check_positive_int(top_k, "top_k")
@@ -173,12 +175,12 @@ def generate(
     the first step processes the prompt, every later step only the one new token (the keys and
     values of the earlier positions are in the cache). Without it, every step processes the
     whole sequence again; both give the same tokens. If the sequence outgrows the context
-    (``model.max_len``), only its last ``max_len`` tokens are seen (a sliding window; with a
+    (``model.context_length``), only its last ``context_length`` tokens are seen (a sliding window; with a
     cache it is then rebuilt from that window at each step).
 
     Args:
-        model: ``forward(ids, cache=None) -> (batch, n, vocab)`` with a ``max_len`` attribute.
-        ids: ``(batch, n)`` long prompt ids, ``1 <= n <= model.max_len``.
+        model: ``forward(ids, cache=None) -> (batch, n, vocab)`` with a ``context_length`` attribute.
+        ids: ``(batch, n)`` long prompt ids, ``1 <= n <= model.context_length``.
         max_new_tokens: how many tokens to add at most (>= 0).
         temperature: 0 for greedy decoding, else the softmax temperature (> 0).
         top_k: keep only the ``top_k`` most probable tokens (>= 1) before sampling.
@@ -197,6 +199,7 @@ def generate(
     """
     context = _check_generate_args(model, ids, temperature, top_k, top_p, eos_id)
     max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens", allow_zero=True)
+    use_cache = check_flag(use_cache, "use_cache")
     with eval_mode(model):
         cache = KVCache() if use_cache else None
         done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
@@ -238,7 +241,7 @@ def _check_generate_args(model, ids, temperature, top_k, top_p, eos_id) -> int:
     if ids.shape[1] > context:
         raise ValueError(
             f"ids: the prompt has {ids.shape[1]} tokens but the model's context is "
-            f"max_len={context}; shorten the prompt (e.g. ids[:, -{context}:])"
+            f"context_length={context}; shorten the prompt (e.g. ids[:, -{context}:])"
         )
     _check_temperature(temperature)
     if top_k is not None:
@@ -274,7 +277,7 @@ def next_token_table(
     if ids.shape[1] == 0:
         raise ValueError("prompt: it has no tokens; give at least one character")
     with eval_mode(model):
-        probs = torch.softmax(model(ids[:, -model.max_len :])[0, -1].double(), dim=-1)
+        probs = torch.softmax(model(ids[:, -model.context_length :])[0, -1].double(), dim=-1)
     top = probs.topk(min(k, probs.numel()))
     return [
         (tokenizer.decode([i]), p)

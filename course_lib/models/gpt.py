@@ -29,6 +29,7 @@ from torch import nn
 
 from .._validation import (
     check_checkpoint,
+    check_context,
     check_flag,
     check_module,
     check_positive_int,
@@ -37,7 +38,7 @@ from .._validation import (
     checkpoint_path,
     inner_checks_off,
 )
-from ..configs import GPTConfig
+from ..configs import GPTConfig, current_names
 from ..nn import FeedForward, KVCache, LayerKVCache, MultiHeadAttention
 
 __all__ = ["GPT", "lm_loss", "gpt_parameter_count", "load_tiny_gpt"]
@@ -70,9 +71,9 @@ class GPT(nn.Module):
     def __init__(self, config: GPTConfig):
         super().__init__()
         self.config = c = check_type(config, "config", GPTConfig)
-        self.max_len = c.max_len
+        self.context_length = c.context_length
         self.token_embedding = nn.Embedding(c.vocab_size, c.d_model)
-        self.position_embedding = nn.Embedding(c.max_len, c.d_model)
+        self.position_embedding = nn.Embedding(c.context_length, c.d_model)
         self.dropout = nn.Dropout(c.dropout)
         self.blocks = nn.ModuleList(GPTBlock(c) for _ in range(c.num_layers))
         self.norm = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)
@@ -124,10 +125,10 @@ def check_lm_input(
             raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
         cache.check_fits(c.num_layers, ids.shape[0], num_kv_heads, c.d_model // c.num_heads)
         start = len(cache)
-    if positions_bounded and start + ids.shape[1] > c.max_len:
+    if positions_bounded and start + ids.shape[1] > c.context_length:
         raise ValueError(
             f"ids: positions {start}..{start + ids.shape[1] - 1} do not fit the context "
-            f"max_len={c.max_len} (the model sees at most {c.max_len} positions)"
+            f"context_length={c.context_length} (the model sees at most {c.context_length} positions)"
         )
     return start
 
@@ -140,6 +141,7 @@ def lm_loss(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
     ``ids``: ``(batch, n + 1)`` long.
     """
     check_module(model)
+    check_context(model)  # a language model (GPT, ModernLM), not an encoder's hidden states
     if check_token_ids(ids, "ids", "(batch, n + 1)").shape[1] < 2:
         raise ValueError(f"ids must be (batch, n + 1) with n >= 1, got {tuple(ids.shape)}")
     logits = model(ids[:, :-1])  # (B, n, vocab)
@@ -148,7 +150,7 @@ def lm_loss(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
 
 def gpt_parameter_count(
     vocab_size: int = 50257,
-    max_len: int = 1024,
+    context_length: int = 1024,
     d_model: int = 768,
     num_layers: int = 12,
     d_ff: int | None = None,
@@ -162,7 +164,7 @@ def gpt_parameter_count(
     124,439,808 ("124M").
     """
     v = check_positive_int(vocab_size, "vocab_size")
-    p = check_positive_int(max_len, "max_len")
+    p = check_positive_int(context_length, "context_length")
     d = check_positive_int(d_model, "d_model")
     n_layers = check_positive_int(num_layers, "num_layers")
     f = 4 * d if d_ff is None else check_positive_int(d_ff, "d_ff")
@@ -182,7 +184,7 @@ def load_tiny_gpt(path: str | Path | None = None) -> tuple[GPT, dict]:
     settings, validation history). Reproduce it with ``python -m tools.train_gpt``.
     """
     path = checkpoint_path(path, GPT_CHECKPOINT)
-    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    ckpt = current_names(torch.load(path, map_location="cpu", weights_only=True))
     check_checkpoint(ckpt, ("config", "state_dict"), path, "GPT", GPTConfig.__dataclass_fields__)
     model = GPT(GPTConfig(**ckpt["config"]))
     state = {k: v.float() for k, v in ckpt["state_dict"].items()}

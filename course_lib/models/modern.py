@@ -64,7 +64,7 @@ class ModernLM(nn.Module):
     def __init__(self, config: ModernConfig):
         super().__init__()
         self.config = c = check_type(config, "config", ModernConfig)
-        self.max_len = c.max_len
+        self.context_length = c.context_length
         self.token_embedding = nn.Embedding(c.vocab_size, c.d_model)
         self.blocks = nn.ModuleList(ModernBlock(c) for _ in range(c.num_layers))
         self.norm = RMSNorm(c.d_model, c.rms_eps)
@@ -83,7 +83,7 @@ class ModernLM(nn.Module):
 
     def forward(self, ids: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
         """Next-token logits ``(batch, n, vocab)`` for ids ``(batch, n)`` (long)."""
-        # RoPE has no length limit: max_len bounds only what generate() shows the model
+        # RoPE has no length limit: context_length bounds only what generate() shows the model
         check_lm_input(self, ids, cache, self.config.num_kv_heads, positions_bounded=False)
         x = self.token_embedding(ids)  # (B, n, d): no positions added
         for i, block in enumerate(self.blocks):

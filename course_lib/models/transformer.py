@@ -35,7 +35,7 @@ class TransformerTranslator(nn.Module):
         src_vocab, tgt_vocab: vocabulary sizes.
         d_model, num_heads, num_layers, d_ff, dropout: as for :class:`course_lib.Encoder`
             (the same for encoder and decoder).
-        max_len: longest sequence the positional table covers.
+        context_length: longest sequence the positional table covers.
         pad_id: id of ``<pad>``.
         norm_first: pre-LN layers (train more easily with few steps and no warm-up tricks).
 
@@ -45,12 +45,12 @@ class TransformerTranslator(nn.Module):
 
     def __init__(
         self, src_vocab: int, tgt_vocab: int, d_model: int = 64, num_heads: int = 4,
-        num_layers: int = 2, d_ff: int = 256, dropout: float = 0.0, max_len: int = 128,
+        num_layers: int = 2, d_ff: int = 256, dropout: float = 0.0, context_length: int = 128,
         pad_id: int = 0, norm_first: bool = True,
     ):  # fmt: skip
         super().__init__()
         check_translation_sizes(src_vocab, tgt_vocab, pad_id, d_model=d_model)
-        check_positive_int(max_len, "max_len")
+        check_positive_int(context_length, "context_length")
         self.d_model = d_model
         self.src_embed = nn.Embedding(src_vocab, d_model, padding_idx=pad_id)
         self.tgt_embed = nn.Embedding(tgt_vocab, d_model, padding_idx=pad_id)
@@ -60,7 +60,7 @@ class TransformerTranslator(nn.Module):
             nn.init.normal_(table.weight, std=d_model**-0.5)
             with torch.no_grad():
                 table.weight[pad_id].zero_()
-        pe = torch.as_tensor(positional_encoding(max_len, d_model), dtype=torch.float32)
+        pe = torch.as_tensor(positional_encoding(context_length, d_model), dtype=torch.float32)
         self.register_buffer("pe", pe, persistent=False)
         self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, dropout, norm_first)
         self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, dropout, norm_first)
@@ -71,7 +71,9 @@ class TransformerTranslator(nn.Module):
     def _embed(self, table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
         n = ids.shape[1]
         if n > self.pe.shape[0]:
-            raise ValueError(f"sequence of length {n} is longer than max_len={self.pe.shape[0]}")
+            raise ValueError(
+                f"sequence of length {n} is longer than context_length={self.pe.shape[0]}"
+            )
         return self.dropout(table(ids) * math.sqrt(self.d_model) + self.pe[:n])
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from .._validation import check_dropout, check_features, check_heads
+from .._validation import check_dropout, check_features, check_flag, check_heads
 from .cache import LayerKVCache
 
 __all__ = ["MultiHeadAttention", "attend", "causal_mask_from", "check_mask"]
@@ -91,6 +91,7 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
         check_heads(d_model, num_heads, num_kv_heads)
+        bias = check_flag(bias, "bias")
         if qk_transform is not None and not callable(qk_transform):
             raise TypeError(
                 f"qk_transform must be callable or None, got {type(qk_transform).__name__}"
@@ -158,6 +159,7 @@ class MultiHeadAttention(nn.Module):
     def _check_inputs(self, query, key, value, mask, causal, cache) -> None:
         """The door's checks: shapes, the mask, the cache (a model checks once for all layers)."""
         check_features(query, "query", self.d_model)
+        check_flag(causal, "causal")
         key = query if key is None else check_features(key, "key", self.d_model)
         value = key if value is None else check_features(value, "value", self.d_model)
         if key.shape[:2] != value.shape[:2] or query.shape[0] != key.shape[0]:

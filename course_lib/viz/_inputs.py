@@ -108,14 +108,20 @@ def as_attention_stack(attention, name: str = "attention") -> np.ndarray:
             raise ValueError(f"{name} has shape {arr.shape}; {SHAPES_HELP}")
     if stack.size == 0:
         raise ValueError(f"{name} is empty (shape {stack.shape})")
-    if not np.all(np.isfinite(stack)):
+    return check_weights(stack, name)
+
+
+def check_weights(weights: np.ndarray, name: str) -> np.ndarray:
+    """``weights`` if they are finite and non-negative (attention weights, after the softmax),
+    else a ValueError naming ``name`` and pointing signed values to ``plot_heatmap``."""
+    if not np.all(np.isfinite(weights)):
         raise ValueError(f"{name} contains nan or inf; attention weights must be finite")
-    if stack.min() < -1e-6:
+    if weights.min() < -1e-6:
         raise ValueError(
-            f"{name} has negative entries (min {stack.min():.3g}); pass the attention weights "
-            "after the softmax, not the scores"
+            f"{name} has negative entries (min {weights.min():.3g}); pass the attention weights "
+            "after the softmax, not the scores (draw signed values with plot_heatmap)"
         )
-    return stack
+    return weights
 
 
 def check_tokens(tokens, n: int, name: str, axis: str, shape: tuple[int, ...]) -> list[str]:

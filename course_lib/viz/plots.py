@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .._validation import as_float_array, check_token_sequence
-from ._inputs import as_attention_stack, check_indices, check_tokens
+from ._inputs import as_attention_stack, check_indices, check_tokens, check_weights
 
 __all__ = [
     "plot_alignment",
@@ -124,9 +124,11 @@ def plot_attention(
     """Heatmap of attention ``weights`` ``(n_q, n_k)``: row i shows where query i looks.
 
     ``tokens`` label the queries (and the keys too, for self-attention); pass ``key_tokens``
-    for cross-attention, where keys come from another sequence.
+    for cross-attention, where keys come from another sequence. The weights must be finite and
+    non-negative (the colour scale starts at 0); draw scores or other signed values with
+    :func:`plot_heatmap`.
     """
-    w = _matrix(weights, "weights", "(n_q, n_k)")
+    w = check_weights(_matrix(weights, "weights", "(n_q, n_k)"), "weights")
     tokens = _labels(tokens, "tokens", w.shape[0], "query rows")
     key_tokens = (
         tokens

@@ -100,7 +100,7 @@ def sample_sentence(rng: random.Random) -> Sentence:
 
 
 def generate_pairs(
-    n: int, target: str = "ru", *, seed: int = 0, max_len: int = 30
+    n: int, target: str = "ru", *, seed: int = 0, max_words: int = 30
 ) -> list[tuple[str, str]]:
     """``n`` distinct (English, target) sentence pairs, the same for the same seed.
 
@@ -108,13 +108,13 @@ def generate_pairs(
         n: number of pairs; English sides are all different.
         target: "fr" or "ru".
         seed: seed of the private random generator (global random state is not touched).
-        max_len: longest sentence allowed, in tokens, on either side.
+        max_words: longest sentence kept, in words, on either side.
 
     Returns:
         A list of ``(source, target)`` strings, tokens separated by single spaces.
     """
     n = check_positive_int(n, "n")
-    max_len = check_positive_int(max_len, "max_len")
+    max_words = check_positive_int(max_words, "max_words")
     if target not in TARGET_LANGUAGES:
         raise ValueError(f"target must be one of {TARGET_LANGUAGES}, got {target!r}")
     rng = random.Random(seed)
@@ -124,13 +124,13 @@ def generate_pairs(
     while len(pairs) < n:
         tries += 1
         if tries > 50 * n + 1000:
-            raise ValueError(f"could not draw {n} distinct sentences of at most {max_len} tokens")
+            raise ValueError(f"could not draw {n} distinct sentences of at most {max_words} words")
         s = sample_sentence(rng)
         src = realize(s, "en")
         if src in seen:
             continue
         tgt = realize(s, target)
-        if max(len(src.split()), len(tgt.split())) > max_len:
+        if max(len(src.split()), len(tgt.split())) > max_words:
             continue
         seen.add(src)
         pairs.append((src, tgt))
@@ -149,7 +149,12 @@ class TranslationData:
 
 
 def make_translation_data(
-    target: str = "ru", n_train: int = 20000, n_test: int = 600, *, seed: int = 0, max_len: int = 30
+    target: str = "ru",
+    n_train: int = 20000,
+    n_test: int = 600,
+    *,
+    seed: int = 0,
+    max_words: int = 30,
 ) -> TranslationData:
     """Generate a corpus and split it: no test sentence (source or target) occurs in training.
 
@@ -159,7 +164,7 @@ def make_translation_data(
     """
     n_train = check_positive_int(n_train, "n_train")
     n_test = check_positive_int(n_test, "n_test")
-    pairs = generate_pairs(n_train + 2 * n_test, target, seed=seed, max_len=max_len)
+    pairs = generate_pairs(n_train + 2 * n_test, target, seed=seed, max_words=max_words)
     random.Random(seed + 1).shuffle(pairs)
     train = pairs[:n_train]
     train_targets = {t for _, t in train}

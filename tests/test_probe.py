@@ -1,0 +1,577 @@
+"""The per-parameter probe (issue 28): every parameter of the numpy half's public functions,
+and of the torch half's entry points, is given each of the usual wrong values (None, a str, a
+bool, [], nan, inf, -1, 0, 2.5, one axis too few, the wrong dtype, an array with a nan). Each
+call must give a clear error -- a TypeError or ValueError whose message names the parameter --
+or a right result. The results a wrong-looking value may rightly give are listed in ACCEPTED,
+with the reason; everything else that returns is a silent wrong answer and fails here.
+
+NaN in -> NaN out is the convention (as numpy's and torch's; CONTRIBUTING.md says so): an array
+with a nan may give a result if the nan shows in it. The probe is the table VALID (one right
+call per function, every parameter named) times the table PROBES."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import course_lib as C
+from course_lib.softmax import online_softmax_start
+
+R = np.random.default_rng(0)
+
+
+def A(*shape):
+    return R.standard_normal(shape)
+
+
+Q, K, V = A(3, 4), A(5, 4), A(5, 2)
+W44 = C.softmax(A(4, 4))
+MASK = np.ones((3, 5), dtype=bool)
+HYP, REF = "the cat sat on the mat", "the cat sat on a mat"
+
+# One right call per public function, every parameter named.
+VALID = [
+    (
+        C.additive_attention_scores,
+        dict(query=A(4), keys=A(5, 3), w_query=A(4, 6), w_key=A(3, 6), v=A(6)),
+    ),
+    (
+        C.additive_attention,
+        dict(
+            query=A(4),
+            keys=A(5, 3),
+            w_query=A(4, 6),
+            w_key=A(3, 6),
+            v=A(6),
+            mask=np.array([1, 1, 1, 0, 1], dtype=bool),
+        ),
+    ),
+    (C.scaled_dot_product_attention, dict(q=Q, k=K, v=V, mask=MASK)),
+    (C.scaled_dot_product_attention_inplace, dict(q=Q, k=K, v=V, mask=MASK)),
+    (C.attention_scores, dict(q=Q, k=K)),
+    (C.causal_mask, dict(n=4)),
+    (C.padding_mask, dict(lengths=[2, 3], n=4)),
+    (
+        C.project_qkv,
+        dict(x=A(5, 4), w_q=A(4, 3), w_k=A(4, 3), w_v=A(4, 2), b_q=A(3), b_k=A(3), b_v=A(2)),
+    ),
+    (
+        C.project_qkv_columns,
+        dict(
+            x_cols=A(4, 5),
+            omega_q=A(3, 4),
+            beta_q=A(3),
+            omega_k=A(3, 4),
+            beta_k=A(3),
+            omega_v=A(2, 4),
+            beta_v=A(2),
+        ),
+    ),
+    (C.tokenize_13a, dict(line="Hello, world.")),
+    (C.tokenize_for_bleu, dict(line="Hello, world.", method="13a", lowercase=False)),
+    (C.ngram_counts, dict(tokens=["a", "b", "a"], n=2)),
+    (C.clipped_counts, dict(hypothesis=HYP.split(), references=[REF.split()], n=1)),
+    (C.modified_precision, dict(hypothesis=HYP.split(), references=[REF.split()], n=1)),
+    (C.closest_ref_length, dict(hyp_len=3, ref_lens=[2, 4])),
+    (C.brevity_penalty, dict(sys_len=3, ref_len=4)),
+    (C.geometric_mean, dict(values=[0.5, 0.25], weights=[0.5, 0.5])),
+    (
+        C.compute_bleu,
+        dict(
+            counts=[5, 3, 2, 1],
+            totals=[6, 5, 4, 3],
+            sys_len=6,
+            ref_len=6,
+            smooth_method="exp",
+            smooth_value=None,
+            effective_order=False,
+            max_ngram_order=4,
+            signature="",
+        ),
+    ),
+    (
+        C.bleu_statistics,
+        dict(hypotheses=[HYP.split()], references=[[REF.split()]], max_ngram_order=4),
+    ),
+    (
+        C.corpus_bleu,
+        dict(
+            hypotheses=[HYP],
+            references=[[REF]],
+            smooth_method="exp",
+            smooth_value=None,
+            lowercase=False,
+            tokenize="13a",
+            use_effective_order=False,
+            max_ngram_order=4,
+        ),
+    ),
+    (
+        C.sentence_bleu,
+        dict(
+            hypothesis=HYP,
+            references=[REF],
+            smooth_method="exp",
+            smooth_value=None,
+            lowercase=False,
+            tokenize="13a",
+            use_effective_order=True,
+            max_ngram_order=4,
+        ),
+    ),
+    (C.references_from_streams, dict(streams=[[REF, HYP], [HYP, REF]])),
+    (C.chunked_attention, dict(q=Q, k=K, v=V, mask=MASK, block_size=2, causal=False)),
+    (
+        C.chunked_attention_with_logsumexp,
+        dict(q=Q, k=K, v=V, mask=MASK, block_size=2, causal=False),
+    ),
+    (
+        C.attention_block_update,
+        dict(
+            state=online_softmax_start((3,)),
+            acc=np.zeros((3, 2)),
+            q_block=Q,
+            k_block=K,
+            v_block=V,
+            mask_block=MASK,
+        ),
+    ),
+    (C.attention_cost, dict(n_q=3, n_k=5, d_k=4, d_v=2, itemsize=4)),
+    (C.repeat_kv, dict(kv=A(2, 5, 3), groups=2)),
+    (
+        C.attention_parameter_count,
+        dict(d_model=8, num_heads=4, num_kv_heads=2, head_dim=None, bias=False),
+    ),
+    (
+        C.kv_cache_bytes,
+        dict(num_layers=2, num_kv_heads=2, head_dim=4, seq_len=8, batch=1, bytes_per_value=2),
+    ),
+    (C.attention_to_positions, dict(attention=W44, positions=[0, 1])),
+    (C.offset_score, dict(attention=W44, offset=1)),
+    (C.top_attended, dict(weights=W44[0], tokens=["a", "b", "c", "d"], k=2)),
+    (C.weighted_value_norms, dict(weights=W44, values=A(4, 2))),
+    (C.split_heads, dict(x=A(3, 8), num_heads=2)),
+    (C.merge_heads, dict(x=A(2, 3, 4))),
+    (
+        C.multi_head_attention,
+        dict(
+            x_q=A(3, 8),
+            x_kv=A(5, 8),
+            w_q=A(8, 8),
+            w_k=A(8, 8),
+            w_v=A(8, 8),
+            w_o=A(8, 8),
+            num_heads=2,
+            mask=MASK,
+            b_q=A(8),
+            b_k=A(8),
+            b_v=A(8),
+            b_o=A(8),
+        ),
+    ),
+    (C.positional_encoding, dict(num_positions=5, d_model=4)),
+    (C.rms_norm, dict(x=A(3, 4), weight=np.ones(4), eps=1e-6)),
+    (C.rope_frequencies, dict(head_dim=4, theta=10000.0)),
+    (C.rope, dict(x=A(5, 4), positions=np.arange(5), theta=10000.0)),
+    (C.halves_to_interleaved, dict(head_dim=4)),
+    (C.softmax, dict(x=A(3, 4), axis=-1)),
+    (C.log_softmax, dict(x=A(3, 4), axis=-1)),
+    (C.naive_softmax, dict(x=A(3, 4), axis=-1)),
+    (C.softmax_jacobian, dict(x=A(4))),
+    (C.online_softmax_start, dict(shape=(3,), dtype=np.float64)),
+    (C.online_softmax_step, dict(state=online_softmax_start((3,)), block=A(3, 2))),
+    (C.online_softmax_update, dict(state=online_softmax_start((3,)), block=A(3, 2))),
+    (C.online_softmax, dict(x=A(3, 8), block_size=3, axis=-1)),
+    (C.best_time, dict(fn=lambda: None, repeats=3)),
+    (C.peak_mib, dict(fn=lambda: None)),
+]
+
+# The modules of the numpy half (course_lib/__init__.py imports them without torch).
+NUMPY_MODULES = (
+    "additive_attention",
+    "attention",
+    "bleu",
+    "chunked_attention",
+    "grouped_query",
+    "head_patterns",
+    "multihead",
+    "positional",
+    "reproducibility",
+    "rmsnorm",
+    "rope",
+    "softmax",
+    "source",
+    "timing",
+)
+
+# Public functions the probe leaves out, and why.
+EXEMPT = {
+    "seed_everything": "sets the global seeds and thread count; tests/test_reproducibility.py probes it",
+    "softmax_inplace_unchecked": "unchecked by name: the hot path behind checked callers",
+    "show_source": "takes *objects; tests/test_source.py gives it wrong objects",
+}
+
+
+def _wrong_rank(valid):
+    a = np.asarray(valid) if isinstance(valid, (np.ndarray, list)) else None
+    if a is None or a.dtype == object:
+        return np.ones((2, 2, 2, 2, 2))
+    return a[0] if a.ndim >= 1 and a.shape[0] else np.ones((2, 2, 2, 2, 2))
+
+
+def _wrong_dtype(valid):
+    if isinstance(valid, np.ndarray) and valid.dtype.kind == "f":
+        return valid.astype(complex) + 1j
+    if isinstance(valid, np.ndarray):
+        return valid.astype(float) + 0.5
+    return np.array([["a", "b"]])
+
+
+def _with_nan(valid):
+    if isinstance(valid, np.ndarray) and valid.dtype.kind == "f" and valid.size:
+        out = valid.copy()
+        out.flat[0] = np.nan
+        return out
+    return None  # not an array of floats: no nan to put in
+
+
+PROBES = {
+    "None": lambda v: None,
+    "str": lambda v: "x",
+    "bool": lambda v: True,
+    "[]": lambda v: [],
+    "nan": lambda v: math.nan,
+    "inf": lambda v: math.inf,
+    "-1": lambda v: -1,
+    "0": lambda v: 0,
+    "2.5": lambda v: 2.5,
+    "wrong rank": _wrong_rank,
+    "wrong dtype": _wrong_dtype,
+    "nan entry": _with_nan,
+}
+
+
+def _has_nan(result) -> bool:
+    if isinstance(result, (tuple, list)):
+        return any(_has_nan(r) for r in result)
+    if hasattr(result, "detach"):  # a torch tensor
+        result = result.detach().float().numpy()
+    try:
+        return bool(np.isnan(np.asarray(result, dtype=float)).any())
+    except (TypeError, ValueError):
+        return False
+
+
+def outcome(fn, kwargs, name, kind, value) -> str:
+    """``"error"`` (a TypeError/ValueError naming ``name``), ``"nan out"`` (a nan given, a nan
+    in the result), ``"result"`` (anything else returned) or ``"unclear: ..."``."""
+    try:
+        result = fn(**{**kwargs, name: value})
+    except (TypeError, ValueError, IndexError) as e:
+        return "error" if name in str(e) else f"unclear: {type(e).__name__}: {e}"
+    except Exception as e:  # any other type (a torch or numpy internal) is a finding
+        return f"unclear: {type(e).__name__}: {e}"
+    return "nan out" if kind in ("nan", "nan entry") and _has_nan(result) else "result"
+
+
+def _calls(table, probes):
+    for fn, kwargs in table:
+        for name, valid in kwargs.items():
+            for kind, make in probes.items():
+                if kind == "mismatched cache" and name != "cache":
+                    continue
+                value = make(valid)
+                if value is None and kind != "None":
+                    continue  # e.g. no nan entry to put in a str
+                yield fn, kwargs, name, valid, kind, value
+
+
+def _default_accepts(fn, name, kind, valid) -> bool:
+    """Values that are right by the signature: None where None is the default, a bool where the
+    parameter is a flag, a float where it is a float."""
+    import inspect
+
+    default = inspect.signature(fn).parameters[name].default
+    if kind == "None":
+        return default is None or valid is None
+    if kind == "bool":
+        return isinstance(valid, bool)
+    if kind == "2.5":
+        return isinstance(valid, float)
+    return False
+
+
+# ---- the torch half's doors: the configs, the models' forward, generate and its filters ----
+torch = pytest.importorskip("torch")
+from course_lib import configs  # noqa: E402
+from course_lib.models import bert, generation, gpt, modern  # noqa: E402
+from course_lib.nn import KVCache, MultiHeadAttention, RMSNorm  # noqa: E402
+
+torch.manual_seed(0)
+GPT_S = gpt.GPT(
+    configs.GPTConfig(vocab_size=11, context_length=8, d_model=8, num_heads=2, num_layers=1)
+).eval()
+GPT_2 = gpt.GPT(
+    configs.GPTConfig(vocab_size=11, context_length=8, d_model=8, num_heads=2, num_layers=2)
+).eval()
+MODERN_S = modern.ModernLM(configs.ModernConfig(11, 8, 2, 1, 1, 16, context_length=8)).eval()
+BERT_S = bert.TinyBert(
+    configs.TinyBertConfig(11, d_model=8, num_layers=1, num_heads=2, d_ff=16, context_length=8)
+)
+IDS = torch.tensor([[1, 2, 3]])
+LOGITS = torch.randn(2, 11)
+X = torch.randn(2, 3, 8)
+
+
+def _cache_of(model):
+    cache = KVCache()
+    with torch.no_grad():
+        model(IDS, cache)
+    return cache
+
+
+VALID_TORCH = [
+    (
+        configs.GPTConfig,
+        dict(
+            vocab_size=11,
+            context_length=8,
+            d_model=8,
+            num_heads=2,
+            num_layers=1,
+            d_ff=None,
+            dropout=0.0,
+            activation="gelu_new",
+            tie_weights=True,
+            layer_norm_eps=1e-5,
+        ),
+    ),
+    (
+        configs.ModernConfig,
+        dict(
+            vocab_size=11,
+            d_model=8,
+            num_heads=2,
+            num_kv_heads=1,
+            num_layers=1,
+            d_ff=16,
+            rope_theta=10000.0,
+            rms_eps=1e-6,
+            tie_weights=False,
+            context_length=8,
+        ),
+    ),
+    (
+        configs.TinyBertConfig,
+        dict(
+            vocab_size=11,
+            d_model=8,
+            num_layers=1,
+            num_heads=2,
+            d_ff=16,
+            context_length=8,
+            type_vocab_size=2,
+            dropout=0.0,
+            pad_id=0,
+        ),
+    ),
+    (GPT_S.forward, dict(ids=IDS, cache=None)),
+    (MODERN_S.forward, dict(ids=IDS, cache=None)),
+    (BERT_S.forward, dict(input_ids=IDS, segment_ids=torch.zeros_like(IDS), attention_mask=None)),
+    (
+        generation.generate,
+        dict(
+            model=GPT_S,
+            ids=IDS,
+            max_new_tokens=2,
+            temperature=1.0,
+            top_k=None,
+            top_p=None,
+            eos_id=None,
+            use_cache=True,
+            generator=torch.Generator().manual_seed(0),
+        ),
+    ),
+    (
+        generation.next_token,
+        dict(logits=LOGITS, temperature=1.0, top_k=None, top_p=None, generator=None),
+    ),
+    (generation.top_k_filter, dict(logits=LOGITS, k=3)),
+    (generation.top_p_filter, dict(logits=LOGITS, p=0.9)),
+    (gpt.lm_loss, dict(model=GPT_S, ids=IDS)),
+    (
+        gpt.gpt_parameter_count,
+        dict(vocab_size=11, context_length=8, d_model=8, num_layers=1, d_ff=None, tie_weights=True),
+    ),
+    (
+        MultiHeadAttention(8, 2).forward,
+        dict(query=X, key=None, value=None, mask=None, causal=False, cache=None),
+    ),
+    (RMSNorm(8).forward, dict(x=X)),
+    (RMSNorm, dict(d_model=8, eps=1e-6)),
+    (
+        MultiHeadAttention,
+        dict(d_model=8, num_heads=2, num_kv_heads=None, bias=True, dropout=0.0, qk_transform=None),
+    ),
+]
+
+
+def _torch_wrong_rank(valid):
+    return valid[0] if isinstance(valid, torch.Tensor) and valid.ndim else torch.ones(2, 2, 2, 2, 2)
+
+
+def _torch_wrong_dtype(valid):
+    if isinstance(valid, torch.Tensor):
+        return (
+            valid.to(torch.float32) + 0.5
+            if not valid.is_floating_point()
+            else valid.to(torch.int64)
+        )
+    return torch.ones(2)
+
+
+def _torch_with_nan(valid):
+    if isinstance(valid, torch.Tensor) and valid.is_floating_point():
+        out = valid.clone()
+        out.view(-1)[0] = float("nan")
+        return out
+    return None
+
+
+TORCH_PROBES = {
+    **{k: v for k, v in PROBES.items() if k not in ("wrong rank", "wrong dtype", "nan entry")},
+    "wrong rank": _torch_wrong_rank,
+    "wrong dtype": _torch_wrong_dtype,
+    "nan entry": _torch_with_nan,
+    "wrong model class": lambda v: BERT_S if isinstance(v, torch.nn.Module) else None,
+    "mismatched cache": lambda v: _cache_of(GPT_2) if v is None else None,
+}
+
+
+# Wrong-looking values that give a right result, by (function, parameter), and why.
+_MASK_ROW = {"bool", "wrong rank"}  # mask=True broadcasts (every key); one row broadcasts too
+_ONE_TOKEN_LIST = {"str", "[]", "wrong rank"}  # a str is split on spaces; [] has no n-gram
+_AXIS = {"-1", "0"}  # numpy axes; -1 is the default
+_ZERO_OK = {"0"}
+ACCEPTED = {
+    **{
+        (f, "mask"): _MASK_ROW
+        for f in (
+            "additive_attention",
+            "scaled_dot_product_attention",
+            "scaled_dot_product_attention_inplace",
+            "chunked_attention",
+            "chunked_attention_with_logsumexp",
+            "multi_head_attention",
+        )
+    },
+    ("attention_block_update", "mask_block"): _MASK_ROW,
+    ("attention_to_positions", "positions"): {"-1", "0", "wrong rank"},  # -1 = last; one int
+    ("offset_score", "offset"): {"-1", "0"},  # previous-token and self heads
+    ("offset_score", "attention"): {"nan entry"},  # the nan is off the diagonal it reads
+    **{
+        (f, p): _ONE_TOKEN_LIST
+        for f, p in (
+            ("clipped_counts", "hypothesis"),
+            ("modified_precision", "hypothesis"),
+            ("ngram_counts", "tokens"),
+        )
+    },
+    ("clipped_counts", "references"): {"str"},  # one reference
+    ("modified_precision", "references"): {"str"},
+    ("sentence_bleu", "hypothesis"): {"str"},
+    ("sentence_bleu", "references"): {"str", "wrong rank"},  # one reference, a str
+    ("tokenize_13a", "line"): {"str"},
+    ("tokenize_for_bleu", "line"): {"str"},
+    ("compute_bleu", "signature"): {"str"},  # any label
+    # lengths of 0: an empty hypothesis or reference has BP 0 or 1, as sacrebleu
+    **{
+        (f, p): _ZERO_OK
+        for f, p in (
+            ("brevity_penalty", "sys_len"),
+            ("brevity_penalty", "ref_len"),
+            ("compute_bleu", "sys_len"),
+            ("compute_bleu", "ref_len"),
+            ("closest_ref_length", "hyp_len"),
+        )
+    },
+    # a smoothing constant of 0 or 2.5 is a number smoothing may use (exp ignores it, as sacrebleu)
+    **{(f, "smooth_value"): {"0", "2.5"} for f in ("compute_bleu", "corpus_bleu", "sentence_bleu")},
+    **{(f, "axis"): _AXIS for f in ("softmax", "log_softmax", "naive_softmax", "online_softmax")},
+    # one axis fewer is still a valid input: a vector for a softmax, a row of vectors for a norm
+    **{
+        (f, "x"): {"wrong rank"}
+        for f in (
+            "softmax",
+            "log_softmax",
+            "naive_softmax",
+            "online_softmax",
+            "rms_norm",
+            "RMSNorm.forward",
+        )
+    },
+    ("online_softmax_start", "shape"): {"[]", "0"},  # the state of one scalar row
+    ("positional_encoding", "num_positions"): {"0"},  # an empty (0, d_model) table
+    ("rms_norm", "eps"): _ZERO_OK,  # RMSNorm without epsilon (x = 0 then divides by 0)
+    ("RMSNorm", "eps"): _ZERO_OK,
+    ("GPTConfig", "dropout"): _ZERO_OK,
+    ("TinyBertConfig", "dropout"): _ZERO_OK,
+    ("MultiHeadAttention", "dropout"): _ZERO_OK,
+    ("TinyBertConfig", "pad_id"): _ZERO_OK,  # [PAD] is id 0
+    ("generate", "max_new_tokens"): _ZERO_OK,  # the prompt back, as transformers
+    ("generate", "temperature"): _ZERO_OK,  # greedy
+    ("next_token", "temperature"): _ZERO_OK,
+    ("generate", "eos_id"): _ZERO_OK,
+    ("top_k_filter", "logits"): {"wrong rank"},  # one row (vocab,) is (..., vocab)
+    ("top_p_filter", "logits"): {"wrong rank"},
+}
+
+
+def _key(fn) -> str:
+    return getattr(fn, "__qualname__", getattr(fn, "__name__", ""))
+
+
+def _findings(table, probes, fn) -> list[str]:
+    found = []
+    for f, kwargs, name, valid, kind, value in _calls(
+        [row for row in table if row[0] is fn], probes
+    ):
+        got = outcome(f, kwargs, name, kind, value)
+        if got in ("error", "nan out") or kind in ACCEPTED.get((_key(f), name), ()):
+            continue
+        if got == "result" and _default_accepts(f, name, kind, valid):
+            continue
+        found.append(f"{_key(f)}({name}=<{kind}>): {got}")
+    return found
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # overflow/invalid in the inf rows
+@pytest.mark.parametrize("fn", [fn for fn, _ in VALID], ids=_key)
+def test_numpy_half_every_wrong_value_gives_a_named_error_or_a_right_result(fn):
+    assert not _findings(VALID, PROBES, fn)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning")
+@pytest.mark.parametrize("fn", [fn for fn, _ in VALID_TORCH], ids=_key)
+def test_torch_doors_every_wrong_value_gives_a_named_error_or_a_right_result(fn):
+    assert not _findings(VALID_TORCH, TORCH_PROBES, fn)
+
+
+def test_the_valid_calls_are_valid_and_the_probe_covers_the_numpy_half():
+    import importlib
+    import inspect
+
+    for fn, kwargs in [*VALID, *VALID_TORCH]:
+        fn(**kwargs)  # the reference call itself works
+        params = inspect.signature(fn).parameters
+        assert set(kwargs) == set(params) - {"self"}, _key(fn)  # every parameter is probed
+    numpy_half = set()
+    for module in NUMPY_MODULES:
+        mod = importlib.import_module(f"course_lib.{module}")
+        numpy_half |= {n for n in mod.__all__ if inspect.isfunction(getattr(mod, n))}
+    assert numpy_half == {_key(fn) for fn, _ in VALID} | set(EXEMPT)
+    assert not {k for k in ACCEPTED} - {
+        (_key(f), p) for f, kw in [*VALID, *VALID_TORCH] for p in kw
+    }

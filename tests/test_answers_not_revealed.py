@@ -18,7 +18,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from course_lib.checks import ExerciseError, lecture01, lecture04, lecture08, lecture10
+from course_lib.checks import ExerciseError, lecture01, lecture04, lecture08, lecture10, lecture11
 
 ROOT = Path(__file__).resolve().parents[1]
 WINDOW = 60
@@ -58,9 +58,19 @@ ANSWERS = {
     "12.3": ("12_fine_tuning", [(["(1e-4, 7)", "(0.0001, 7)"], [""])]),
     "12.4": ("12_fine_tuning", [(["332"], ["wins", "right only"]), (["147"], ["right only"])]),
     "13.3": ("13_modern_transformer", [(["np.tile"], ["not"])]),
-    "5.5": ("05_transformer_layer", [(["c\\,x + t", "c x + t", "c·x + t"], [""])]),
     "3.4": ("03_multi_head_attention", [(["3 h d_{head} + d_{model}"], [""])]),
-    "11.3": ("11_gpt", [(["2 · layers · tokens · d_model"], [""])]),
+    "11.3": (
+        "11_gpt",
+        [(["2 · layers · tokens · d_model", "2 * num_layers * tokens * d_model"], [""])],
+    ),
+    # the constructions, now functions of hidden inputs: their rules
+    "2.4": ("02_qkv_self_attention", [(["share / (1 - share)"], [""])]),
+    "3.5": ("03_multi_head_attention", [(["share / (1 - share)"], [""])]),
+    "5.5": (
+        "05_transformer_layer",
+        [(["c\\,x + t", "c x + t", "c·x + t", "(token - token.mean()) / token.std()"], [""])],
+    ),
+    "7.4": ("07_translation", [(["np.eye(v)[0]", "p_first[a] / v"], [""])]),
     "9.1": ("09_attention_visualisation", [(["offset=-1)`"], ["diagonal"])]),
 }
 
@@ -123,6 +133,7 @@ def test_the_search_finds_a_leak_in_a_solution_only_cell():
         (lecture04.check_half_distance, lambda d: 27, "28"),
         (lecture08.check_masking_statistics, lambda v, n, rng: (0.2, 0.1), "0.135"),
         (lecture10.check_overflow_points, lambda d: 88, "89"),
+        (lecture11.check_kv_cache_numbers, lambda *a: 2 * 24 * 512 * 1024, "100663296"),
     ],
 )
 def test_a_failed_predict_then_measure_check_never_prints_the_value(check, answer, secret):

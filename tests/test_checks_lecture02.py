@@ -178,31 +178,50 @@ def test_masked_attention_names_the_mistake(mistake, answer, hint, seed):
 # --- Exercise 2.4 (construct a counter-example) ----------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "x",
-    [
-        [[1.0, 0.0], [5.0, 0.0], [0.0, 0.0]],  # the solution's: x_1 = 5 x_0
-        np.array([[0.0, 2.0], [0.5, 6.0], [-3.0, 1.0]]),  # not parallel, still wins
-        [[1.0, 1.0], [4.0, 4.0], [1.0, 1.0]],
-    ],
-)
-def test_attends_elsewhere_accepts_every_right_answer(x, capsys):
-    check_attends_elsewhere(x)
+def _elsewhere(x0, share):  # the solution: x_1 = c x_0 long enough, x_2 = 0
+    s = x0 @ x0 / np.sqrt(2)
+    c = (np.log(share / (1 - share)) + np.log1p(np.exp(s)) + 1.0) / s
+    return np.array([x0, c * x0, np.zeros_like(x0)])
+
+
+def _elsewhere_other(x0, share):  # another right answer: x_2 = -x_0 and a generous factor
+    return np.array([x0, (1 + 20 / (x0 @ x0)) * x0, -x0], dtype=np.float32)
+
+
+@pytest.mark.parametrize("fn", [_elsewhere, _elsewhere_other])
+@pytest.mark.parametrize("seed", [0, 1, 7, 123])
+def test_attends_elsewhere_accepts_every_right_answer(fn, seed, capsys):
+    check_attends_elsewhere(fn, seed=seed)
     assert "✅ Exercise 2.4 passed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
-    ("x", "hint"),
+    ("fn", "hint"),
     [
-        ([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]], "must point the same way as x_0 and be LONGER"),
-        ([[3.0, 0.0], [-5.0, 0.0], [0.0, 0.0]], "must point the same way"),
-        ([[1.0, 0.0], [1.0, 0.0], [0.0, 0.0]], "two equal tokens"),
-        ([[1.0, 0.0], [1.5, 0.0], [0.0, 0.0]], "not by enough"),
-        ([[1.0, 0.0], [5.0, 0.0]], r"expected a \(3, 2\) array"),
-        ([[1.0, 0.0], [np.inf, 0.0], [0.0, 0.0]], "finite"),
-        ("ab", "expected a"),
+        (
+            lambda x0, s: np.array([x0, [-x0[1], x0[0]], [0, 0]]),
+            "point the same way as x_0 and be LONGER",
+        ),
+        (lambda x0, s: np.array([x0, -5 * x0, [0, 0]]), "must point the same way"),
+        (lambda x0, s: np.array([x0, x0, [0, 0]]), "two equal tokens"),
+        (lambda x0, s: np.array([x0, 1.5 * x0, [0, 0]]), "not by enough"),
+        (
+            lambda x0, s: np.array([[1.0, 0.0], [5.0, 0.0], [0.0, 0.0]]),
+            "row 0 of X must be the token x0",
+        ),
+        (lambda x0, s: np.array([x0, 5 * x0]), r"expected a \(3, 2\) array"),
+        (lambda x0, s: np.array([x0, [np.inf, 0.0], [0.0, 0.0]]), "finite"),
+        (lambda x0, s: "ab", "expected a"),
     ],
 )
-def test_attends_elsewhere_names_the_mistake(x, hint):
+def test_attends_elsewhere_names_the_mistake(fn, hint):
     with pytest.raises(ExerciseError, match=hint):
-        check_attends_elsewhere(x)
+        check_attends_elsewhere(fn)
+
+
+def test_attends_elsewhere_a_fixed_factor_fails_on_hidden_inputs():
+    fixed = lambda x0, s: np.array([x0, 5 * x0, np.zeros(2)])  # noqa: E731 (the old answer)
+    check_attends_elsewhere(fixed)  # the notebook's inputs ...
+    with pytest.raises(ExerciseError, match="not by enough"):
+        for seed in range(1, 6):  # ... but not a short x_0 or a share of 0.999
+            check_attends_elsewhere(fixed, seed=seed)

@@ -186,27 +186,45 @@ def test_parameter_count_names_the_mistake(mistake, answer, hint):
 # --- 3.5 (construct) ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "x",
-    [
-        [[1, 0, 1, 0], [6, 0, 0, 0], [0, 0, 6, 0]],
-        [[0, 1, 0, -1], [0, 5, 0, 0], [1, 1, 0, -7]],
-    ],
-)
-def test_two_relations_accepts_every_right_answer(x, capsys):
-    check_two_relations(np.array(x, dtype=float))
-    assert "✅ Exercise 3.5 passed" in capsys.readouterr().out
+def _longer(v, share):
+    s = v @ v / np.sqrt(2)
+    return (np.log(share / (1 - share)) + np.log1p(np.exp(s)) + 1.0) / s * v
+
+
+def _relations(x0, share):  # the solution: each head's half as in 2.4
+    z = np.zeros(2)
+    return np.array([x0, np.r_[_longer(x0[:2], share), z], np.r_[z, _longer(x0[2:], share)]])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 123])
+def test_two_relations_accepts_every_right_answer(seed, capsys):
+    check_two_relations(_relations, seed=seed)
+    check_two_relations(lambda x0, s: _relations(x0, s).astype(np.float32), seed=seed)
+    assert capsys.readouterr().out.count("✅ Exercise 3.5 passed") == 2
 
 
 @pytest.mark.parametrize(
-    ("x", "hint"),
+    ("fn", "hint"),
     [
-        ([[1, 0, 1, 0], [6, 0, 0, 0], [0, 0, 0, 0]], "head 0 works"),
-        ([[1, 0, 1, 0], [0, 0, 0, 0], [0, 0, 6, 0]], "head 1 works"),
-        ([[1, 0, 1, 0], [6, 0, 6, 0], [6, 0, 6, 0]], "head 0 compares features 0-1 only"),
-        ([[1, 0, 1, 0]], r"expected a \(3, 4\) array"),
+        (
+            lambda x0, s: np.array([x0, np.r_[_longer(x0[:2], s), 0, 0], np.zeros(4)]),
+            "head 0 works",
+        ),
+        (
+            lambda x0, s: np.array([x0, np.zeros(4), np.r_[0, 0, _longer(x0[2:], s)]]),
+            "head 1 works",
+        ),
+        (lambda x0, s: np.array([x0, 6 * x0, 6 * x0]), "head 0 compares features 0-1 only"),
+        (lambda x0, s: np.array([[1, 0, 1, 0], [6, 0, 0, 0], [0, 0, 6, 0]]) * 0 + 1, "row 0 of X"),
+        (lambda x0, s: np.array([x0]), r"expected a \(3, 4\) array"),
     ],
 )
-def test_two_relations_names_the_mistake(x, hint):
+def test_two_relations_names_the_mistake(fn, hint):
     with pytest.raises(ExerciseError, match=hint):
-        check_two_relations(np.array(x, dtype=float))
+        check_two_relations(fn)
+
+
+def test_two_relations_a_fixed_x_fails_on_hidden_inputs():
+    fixed = lambda x0, s: np.array([[1, 0, 1, 0], [6, 0, 0, 0], [0, 0, 6, 0]], float)  # noqa: E731
+    with pytest.raises(ExerciseError, match="row 0 of X"):
+        check_two_relations(fixed, seed=3)

@@ -221,29 +221,60 @@ def test_greedy_names_the_mistake(mistake, answer, hint):
 # --- 7.4 (construct a counter-example) ---------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("p1", "p2"),
-    [
-        ([0.6, 0.4], [[0.55, 0.45], [0.9, 0.1]]),  # 0.6 * 0.55 = 0.33 < 0.4 * 0.9 = 0.36
-        ([0.5, 0.3, 0.2], [[0.4, 0.3, 0.3], [0.1, 0.0, 0.9], [1.0, 0.0, 0.0]]),
-    ],
-)
-def test_greedy_counterexample_accepts_every_right_answer(p1, p2, capsys):
-    check_greedy_counterexample(np.array(p1), p2)
+def _trap(p_first):  # the solution
+    v = len(p_first)
+    a, b = np.argsort(p_first)[::-1][:2]
+    p_second = np.full((v, v), 1.0 / v)
+    p_second[a, 0] += 1e-3
+    p_second[a, 1] -= 1e-3
+    p_second[b] = np.eye(v)[0]
+    return p_second
+
+
+def _trap_other(p_first):  # another: a's row decreasing, every other word certain, float32
+    v = len(p_first)
+    a = int(np.argmax(p_first))
+    rows = np.eye(v)
+    rows[a] = np.linspace(1.1, 0.9, v) / v
+    rows[a] /= rows[a].sum()
+    return rows.astype(np.float32).tolist()
+
+
+@pytest.mark.parametrize("fn", [_trap, _trap_other])
+@pytest.mark.parametrize("seed", [0, 1, 7, 123])
+def test_greedy_counterexample_accepts_every_right_answer(fn, seed, capsys):
+    check_greedy_counterexample(fn, seed=seed)
     assert "✅ Exercise 7.4 passed" in capsys.readouterr().out
 
 
+def _fixed_runner_up(p_first):  # always word 1 as the alternative: wrong when word 1 is unlikely
+    v = len(p_first)
+    a = int(np.argmax(p_first))
+    p = np.full((v, v), 1.0 / v)
+    p[a, 0] += 1e-3
+    p[a, 1] -= 1e-3
+    p[1 if a != 1 else 0] = np.eye(v)[0]
+    return p
+
+
 @pytest.mark.parametrize(
-    ("p1", "p2", "hint"),
+    ("fn", "hint"),
     [
-        ([0.6, 0.4], [[0.9, 0.1], [0.5, 0.5]], "greedy commits"),
-        ([0.6, 0.5], [[0.5, 0.5], [0.9, 0.1]], "sum to 1"),
-        ([0.6, 0.4], [[0.5, 0.6], [0.9, 0.1]], "EVERY row"),
-        ([1.2, -0.2], [[0.5, 0.5], [0.9, 0.1]], "non-negative"),
-        ([0.5, 0.5], [[0.5, 0.5], [0.9, 0.1]], "two first words tie"),
-        ([0.6, 0.4], [[0.5, 0.5], [0.9, 0.1], [1.0, 0.0]], "shape \\(V, V\\)"),
+        (lambda p: np.eye(len(p)), "greedy commits"),
+        (lambda p: np.full((len(p), len(p)), 0.6), "EVERY row"),
+        (lambda p: np.eye(len(p)) * 2 - np.full((len(p), len(p)), 1 / len(p)), "non-negative"),
+        (lambda p: np.full((len(p), len(p)), 1 / len(p)), "two second words tie"),
+        (lambda p: np.eye(len(p) + 1), "shape"),
+        (lambda p: "table", "array of"),
     ],
 )
-def test_greedy_counterexample_names_the_mistake(p1, p2, hint):
+def test_greedy_counterexample_names_the_mistake(fn, hint):
     with pytest.raises(ExerciseError, match=hint):
-        check_greedy_counterexample(p1, p2)
+        check_greedy_counterexample(fn)
+
+
+def test_greedy_counterexample_a_fixed_alternative_fails_on_hidden_inputs():
+    check_greedy_counterexample(_fixed_runner_up)  # fine on the notebook's tables
+    with pytest.raises(ExerciseError, match="greedy commits"):
+        for seed in range(1, 8):
+            check_greedy_counterexample(_fixed_runner_up, seed=seed)

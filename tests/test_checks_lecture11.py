@@ -1,6 +1,8 @@
 """Lecture 11 checks: pass the reference and a differently written answer, fail the usual
 mistakes with the hint that names them, fail the stub."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -203,27 +205,35 @@ def test_top_p_keep_names_the_mistake(fn, hint):
 RIGHT = 2 * 24 * 512 * 1024 * 4
 
 
-def test_kv_cache_numbers_passes(capsys):
-    check_kv_cache_numbers(lambda: RIGHT)
-    check_kv_cache_numbers(lambda: 2 * 24 * 512 * 1024 * 4.0)  # a float with an integer value
-    assert "Exercise 11.3 passed" in capsys.readouterr().out
+def _numbers(num_layers, d_model, num_heads, batch, tokens):  # the solution
+    return 2 * num_layers * tokens * d_model * batch
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 123])
+def test_kv_cache_numbers_passes(seed, capsys):
+    check_kv_cache_numbers(_numbers, seed=seed)
+    check_kv_cache_numbers(lambda *a: float(_numbers(*a)), seed=seed)  # a float, integer-valued
+    check_kv_cache_numbers(lambda L, d, h, b, t: np.int64(2 * L * b * t * h * (d // h)), seed=seed)
+    assert capsys.readouterr().out.count("Exercise 11.3 passed") == 3
 
 
 @pytest.mark.parametrize(
-    ("answer", "hint"),
+    ("fn", "hint"),
     [
-        (RIGHT // 2, "keys AND the values"),
-        (RIGHT // 24, "every layer"),
-        (RIGHT // 4, "4 sequences"),
-        (RIGHT * 16, "do not multiply"),
-        (RIGHT * 4, "not bytes"),
-        (RIGHT + 1, r"2 \(K and V\) x layers"),
-        ("100663296", "expected an integer"),
-        (None, "expected a value, got None"),
+        (lambda L, d, h, b, t: L * t * d * b, "keys AND the values"),
+        (lambda L, d, h, b, t: 2 * t * d * b, "every layer"),
+        (lambda L, d, h, b, t: 2 * L * t * d, "each sequence"),
+        (lambda L, d, h, b, t: 2 * L * t * d * b * h, "do not multiply"),
+        (lambda L, d, h, b, t: 8 * L * t * d * b, "not bytes"),
+        (lambda L, d, h, b, t: _numbers(L, d, h, b, t) + 1, r"2 \(K and V\) x layers"),
+        (lambda L, d, h, b, t: RIGHT, "too high"),  # GPT-2 medium's number: not the small model's
+        (lambda L, d, h, b, t: str(RIGHT), "expected an integer"),
+        (lambda L, d, h, b, t: None, "expected a value, got None"),
     ],
 )
-def test_kv_cache_numbers_names_the_mistake(answer, hint):
-    with pytest.raises(ExerciseError, match=hint):
-        check_kv_cache_numbers(lambda: answer)
+def test_kv_cache_numbers_names_the_mistake(fn, hint):
+    with pytest.raises(ExerciseError, match=hint) as err:
+        check_kv_cache_numbers(fn)
+    assert not re.search(r"expected \d", str(err.value))  # too low / too high, never the answer
     with pytest.raises(ExerciseError, match=STUB_MESSAGE):
         check_kv_cache_numbers(stub)

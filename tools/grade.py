@@ -13,8 +13,8 @@ How a notebook is graded:
 2. **Sandbox.** The notebook runs in a fresh IPython process (``tools/grade_kernel.py``) that
    inherits nothing but its two pipes. On Linux (``tools/grade_sandbox.py``): new mount, PID,
    network, IPC and UTS namespaces; a root file system holding only Python and a private
-   read-only copy of ``course_lib`` (the repository, ``solutions/`` and ``.git`` do not exist
-   there); all writable space one size-limited tmpfs; ``/proc/sys`` read-only; never host root
+   read-only copy of ``course_lib`` with stubs for its checks and without the quizzes' answer
+   keys (the repository, ``solutions/`` and ``.git`` do not exist there); all writable space one size-limited tmpfs; ``/proc/sys`` read-only; never host root
    (an unprivileged uid of its own when the grader is root); no capabilities; pids and memory
    limits for the whole group (``tools/grading/limits.py``: a cgroup where one can be made,
    otherwise ``RLIMIT_NPROC``). Elsewhere it runs without that isolation, and the grader says so.
@@ -28,6 +28,9 @@ How a notebook is graded:
    comes back as plain data that the check compares with its own reference. Checks that take a
    ``seed`` run on seed 0 (the inputs the notebook shows) and on a hidden seed. Nothing the
    notebook prints, raises, patches or writes changes a verdict.
+5. **The reference.** An exercise whose answer uses its reference (the course_lib functions that
+   compute it) is flagged in the "uses course_lib" column, from the student's source and from a
+   record of the course_lib functions the student's code entered (``tools/grading/reach.py``).
 """
 
 from __future__ import annotations
@@ -48,7 +51,8 @@ from tools.grading.notebook import (
     exercise_id,
     parse_notebook,
 )
-from tools.grading.plan import Step, imports_course_lib, plan
+from tools.grading.plan import Step, plan
+from tools.grading.reach import evidence, references, source_record
 from tools.grading.results import Result, print_summary, write_csv
 from tools.grading.running import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, grade, grade_many
 from tools.grading.sandbox import (
@@ -64,7 +68,7 @@ from tools.grading.verdict import CheckProblem, StudentFunction, _exception, run
 __all__ = [
     "EXERCISES", "ROOT", "Check", "Course", "Template", "_course", "load_template",
     "MAX_NOTEBOOK_BYTES", "Cell", "NotGradable", "exercise_id", "parse_notebook",
-    "Step", "imports_course_lib", "plan",
+    "Step", "plan", "evidence", "references", "source_record",
     "Result", "print_summary", "write_csv",
     "DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT", "grade", "grade_many",
     "Aborted", "Kernel", "sandbox_available",

@@ -7,7 +7,14 @@ inside a sandbox. It talks to the grader over two pipes with length-prefixed JSO
 - ``{"op": "run", "code": ...}``: run a notebook cell with IPython -> ``{"error": ...}``;
 - ``{"op": "get", "name": ...}``: what the student's name holds (a function, a value, nothing);
 - ``{"op": "call", "name": ..., "args": [...], "kwargs": {...}}``: call the student's function
-  (with ``"trace": true``, the reply also holds the call's peak allocated bytes, ``"peak"``).
+  (with ``"trace": true``, the reply also holds the call's peak allocated bytes, ``"peak"``:
+  see :class:`Peak`).
+
+With ``"watch": true`` (the grader's calls of the student's functions, and the student's own
+cells), the reply also holds ``"reached"``, the course_lib functions the student's code entered
+(called from code outside course_lib), and ``"tamper"``, audit events that switch off or search
+this record (``sys.setprofile``, ``gc.get_referrers``...): see :class:`Watch`, which the grader
+maps to each exercise's reference (``tools/grading/reach.py``).
 
 Every value crosses as plain data (:func:`encode` / :func:`decode`: JSON, arrays as ``.npy``
 without pickle). Nothing here decides a grade: the grader compares the data it gets back with its
@@ -251,7 +258,141 @@ def _shell():
     return InteractiveShell.instance(config=config)
 
 
-def serve(fd_in: int, fd_out: int, shell=None) -> None:
+class Watch:
+    """Which course_lib functions the student's code calls, recorded in the student's process.
+
+    An audit hook (``sys.addaudithook``: it cannot be removed) is installed before any student
+    code runs, and a profile hook is set for each watched op only (the grader's call of a
+    student function, a student's cell). The profile hook records every course_lib function
+    entered from code outside course_lib: the reference however the student reached it
+    (``import``, ``__import__("course" + "_lib.rope")``, ``importlib``, ``sys.modules``, an
+    attribute walk, a check's ``__globals__``), but not what course_lib calls inside itself (a
+    helper that uses the reference is the helper's business). The audit hook records what would
+    switch the record off or search for it during a watched op: ``sys.setprofile`` and
+    ``sys.settrace`` (except a new thread's own start), the ``gc`` object walks.
+
+    The process is the student's: code that finds this object (e.g. through
+    ``sys.getprofile()``) can change its record. The grader therefore also reads the answer's
+    source itself (``tools/grading/reach.py``), and says what each one catches.
+    """
+
+    SUSPECT = ("sys.setprofile", "sys.settrace", "gc.get_referrers", "gc.get_referents",
+               "gc.get_objects", "sys._current_frames")  # fmt: skip
+
+    def __init__(self, lib: str):
+        self.lib = os.path.join(lib, "course_lib") + os.sep
+        self.active, self.reached, self.tamper = False, set(), set()
+        import threading
+
+        self._threading = threading
+
+    def audit(self, event: str, args) -> None:
+        if not self.active:
+            return
+        if event == "open" and args and "clear_refs" in str(args[0]):
+            self.tamper.add("open clear_refs")
+            return
+        if event not in self.SUSPECT:
+            return
+        if event == "sys.setprofile":  # a new thread installs the profile hook it was given
+            caller = sys._getframe(1).f_code.co_filename
+            if caller == getattr(self._threading, "__file__", None):
+                return
+        self.tamper.add(event)
+
+    def profile(self, frame, event, arg) -> None:
+        if event == "call" and frame.f_code.co_filename.startswith(self.lib):
+            back = frame.f_back
+            if back is None or not back.f_code.co_filename.startswith(self.lib):
+                name = frame.f_globals.get("__name__", "?")
+                self.reached.add(f"{name}.{frame.f_code.co_qualname}")
+
+    def start(self) -> None:
+        self.reached, self.tamper = set(), set()
+        sys.setprofile(self.profile)
+        self._threading.setprofile(self.profile)
+        self.active = True
+
+    def stop(self) -> dict:
+        self.active = False
+        if sys.getprofile() != self.profile:
+            self.tamper.add("the profile hook was replaced")
+        sys.setprofile(None)
+        self._threading.setprofile(None)
+        return {"reached": sorted(self.reached)[:500], "tamper": sorted(self.tamper)}
+
+
+class Peak:
+    """The peak memory of one call of the student's function, measured two ways from a fresh
+    start: tracemalloc (the Python and numpy allocations, to the byte) and the process's
+    resident high-water mark (``VmHWM``, reset through ``/proc/self/clear_refs`` just before the
+    call: torch's memory too, and anything else malloc hands out). The reported peak is the
+    tracemalloc peak, or the resident one when that is larger than :attr:`RSS_FLOOR` (below it,
+    page faults of libraries and allocator caches make it noise).
+
+    During the call tracemalloc's ``stop``, ``start``, ``reset_peak`` and ``clear_traces`` are
+    replaced by functions that only record the attempt (reported as tampering), so the answer
+    cannot lower its own peak through them; opening ``clear_refs`` is seen by the audit hook.
+    The student's process could still undo this (its own memory is its own): the resident
+    measurement is the backstop for a full n x n matrix, which no reset hides after the fact.
+    """
+
+    RSS_FLOOR = 16 * 2**20
+    GUARDED = ("stop", "start", "reset_peak", "clear_traces")
+
+    def __init__(self):
+        import _tracemalloc
+        import tracemalloc
+
+        self.modules = (tracemalloc, _tracemalloc)
+        self.traced = _tracemalloc.get_traced_memory  # held before any student code runs
+        self.tampered: set[str] = set()
+        self.saved: list = []
+
+    @staticmethod
+    def _status(key: str) -> int:
+        try:
+            with open("/proc/self/status") as fh:
+                for line in fh:
+                    if line.startswith(key + ":"):
+                        return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return 0
+
+    def start(self) -> None:
+        tracemalloc = self.modules[0]
+        if tracemalloc.is_tracing():  # the student's own tracing: ours starts fresh
+            tracemalloc.stop()
+        tracemalloc.start()
+        for module in self.modules:
+            for name in self.GUARDED:
+                if hasattr(module, name):
+                    self.saved.append((module, name, getattr(module, name)))
+                    setattr(module, name, self._refuse(name))
+        try:
+            with open("/proc/self/clear_refs", "w") as fh:
+                fh.write("5")  # VmHWM := VmRSS
+        except OSError:
+            pass
+        self.rss = self._status("VmRSS")
+
+    def _refuse(self, name: str):
+        def refused(*args, **kwargs):
+            self.tampered.add(f"tracemalloc.{name}")
+
+        return refused
+
+    def stop(self) -> int:
+        traced = self.traced()[1]
+        resident = max(0, self._status("VmHWM") - self.rss)
+        for module, name, original in reversed(self.saved):
+            setattr(module, name, original)
+        self.modules[0].stop()
+        return max(traced, resident if resident > self.RSS_FLOOR else 0)
+
+
+def serve(fd_in: int, fd_out: int, shell=None, watch: Watch | None = None) -> None:
     shell = shell or _shell()
     while True:
         try:
@@ -263,9 +404,15 @@ def serve(fd_in: int, fd_out: int, shell=None) -> None:
             if op == "ping":  # ready (the grader times the start-up with it)
                 send(fd_out, {"ok": True})
             elif op == "run":
-                result = shell.run_cell(request["code"], store_history=True)
+                watching = watch is not None and bool(request.get("watch"))
+                if watching:
+                    watch.start()
+                try:
+                    result = shell.run_cell(request["code"], store_history=True)
+                finally:
+                    seen = watch.stop() if watching else {}
                 exc = result.error_before_exec or result.error_in_exec
-                send(fd_out, {"error": None if exc is None else _error(exc)})
+                send(fd_out, {"error": None if exc is None else _error(exc), **seen})
             elif op == "get":
                 ns = shell.user_ns
                 if request["name"] not in ns:
@@ -277,23 +424,32 @@ def serve(fd_in: int, fd_out: int, shell=None) -> None:
             elif op == "call":
                 args = [decode(a, _build) for a in request["args"]]
                 kwargs = {k: decode(v, _build) for k, v in request["kwargs"].items()}
-                trace = bool(request.get("trace"))  # the peak memory of the call (tracemalloc)
-                if trace:
-                    import tracemalloc
-
-                    tracemalloc.start()
+                trace = bool(request.get("trace"))  # the peak memory of the call (Peak)
+                watching = watch is not None and bool(request.get("watch"))
+                fn = shell.user_ns[request["name"]]
+                peak = Peak() if trace else None
+                if peak is not None:
+                    peak.start()
+                if watching:
+                    watch.start()
+                raised = None
                 try:
-                    got = shell.user_ns[request["name"]](*args, **kwargs)
+                    got = fn(*args, **kwargs)
                 except BaseException as exc:  # reported to the grader as data
-                    send(fd_out, {"raised": _error(exc), "states": _states(args, kwargs)})
-                else:
-                    reply = {"value": encode(got), "states": _states(args, kwargs)}
-                    if trace:
-                        reply["peak"] = tracemalloc.get_traced_memory()[1]
-                    send(fd_out, reply)
+                    raised = exc
                 finally:
-                    if trace:
-                        tracemalloc.stop()
+                    seen = watch.stop() if watching else {}
+                    measured = peak.stop() if peak is not None else 0
+                reply = {"states": _states(args, kwargs), **seen}
+                if raised is not None:
+                    reply["raised"] = _error(raised)
+                else:
+                    reply["value"] = encode(got)
+                    if peak is not None:
+                        reply["peak"] = measured
+                if peak is not None and peak.tampered:
+                    reply["tamper"] = sorted({*reply.get("tamper", []), *peak.tampered})
+                send(fd_out, reply)
             else:
                 send(fd_out, {"error": {"type": "GraderError", "message": f"unknown op {op!r}"}})
         except BaseException as exc:  # keep serving; the grader sees the error
@@ -319,6 +475,8 @@ def main(config_path: str) -> None:
         config = json.load(fh)
     try:
         _start(config)
+        watch = Watch(config["path"][0])
+        sys.addaudithook(watch.audit)  # before any student code; it cannot be removed
         shell = _shell()
     except BaseException:
         import contextlib
@@ -328,7 +486,7 @@ def main(config_path: str) -> None:
             receive(config["fd_in"])  # the grader's first request, answered with the failure
             send(config["fd_out"], {"fatal": traceback.format_exc()[-2000:]})
         os._exit(70)
-    serve(config["fd_in"], config["fd_out"], shell)
+    serve(config["fd_in"], config["fd_out"], shell, watch)
 
 
 def _start(config: dict) -> None:

@@ -108,7 +108,7 @@ def _show(x) -> str:
 class Built:
     """An argument that is not plain data (a model, a module): the recipe to build it.
 
-    ``Built("course_lib.checks.lecture07:scripted_model", script=[[4, 5, 2]])`` names a factory
+    ``Built("course_lib.checks.given_torch:scripted_model", script=[[4, 5, 2]])`` names a factory
     (``"module:function"``) and its plain-data keyword arguments. :func:`call_student` builds it
     just before calling the student's function; a grader that runs the student's code in another
     process sends the recipe there instead of the object. ``.build()`` gives the check its own copy.
@@ -375,26 +375,6 @@ def within(count: int, n: int, p: float, sigmas: float = 5.0) -> bool:
     return bool(abs(count - n * p) <= sigmas * np.sqrt(n * p * (1 - p)))
 
 
-def read_only(data, dtype: str = "float64") -> np.ndarray:
-    """A numpy array the student's function may read but not change (a :class:`Built` factory).
-
-    ``Built("course_lib.checks:read_only", data=x.tolist(), dtype="float64")`` builds it where
-    the student's code runs, so that an answer that writes into its input fails loudly there.
-    """
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError:
-        raise TypeError(
-            f"dtype must be a numpy dtype name such as 'float64', got {dtype!r}"
-        ) from None
-    try:
-        arr = np.array(data, dtype=dtype)
-    except (TypeError, ValueError):
-        raise TypeError(f"data must be a (nested) list of numbers of dtype {dtype}") from None
-    arr.setflags(write=False)
-    return arr
-
-
 def frozen(x: np.ndarray) -> Built:
     """The :class:`Built` recipe of a read-only copy of ``x``."""
     try:
@@ -403,7 +383,7 @@ def frozen(x: np.ndarray) -> Built:
         raise TypeError(f"x must be an array of numbers, got a ragged {type(x).__name__}") from None
     if x.dtype.kind not in "biuf":
         raise TypeError(f"x must be an array of numbers (or bools), got dtype {x.dtype}")
-    return Built("course_lib.checks:read_only", data=x.tolist(), dtype=str(x.dtype))
+    return Built("course_lib.checks.given:read_only", data=x.tolist(), dtype=str(x.dtype))
 
 
 def call_student_frozen(exercise: str, fn: Callable, *args, **kwargs):
@@ -459,9 +439,12 @@ def check_prediction(
 
 
 def call_student_traced(exercise: str, fn: Callable, *args):
-    """:func:`call_student`, and the peak bytes the call allocated (tracemalloc, in the process
-    where the student's code runs): ``(result, peak_bytes)``. numpy and torch report their
-    array memory to tracemalloc, so the peak shows the largest arrays the answer held."""
+    """:func:`call_student`, and the peak bytes the call allocated: ``(result, peak_bytes)``.
+
+    Here (a notebook's own check) it is tracemalloc's peak: numpy reports its arrays to
+    tracemalloc, torch does not. Under the grader the student's process measures it
+    (``tools/grade_kernel.py``'s ``Peak``): tracemalloc from a fresh start, with its reset
+    functions disabled during the call, and the resident high-water mark, which sees torch."""
     import tracemalloc
 
     check_str(exercise, "exercise")
@@ -493,3 +476,6 @@ def hidden_rng(seed: int, salt: int) -> np.random.Generator:
     """The random generator of a check's hidden inputs (``seed`` = the grader's hidden seed)."""
     seed = check_positive_int(seed, "seed", allow_zero=True)
     return np.random.default_rng([check_positive_int(salt, "salt", allow_zero=True), seed])
+
+
+from .given import read_only  # noqa: E402 (a Built factory, kept importable from here)

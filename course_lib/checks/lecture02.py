@@ -13,6 +13,7 @@ from . import (
     check_mistakes,
     check_value,
     finite_matrix,
+    hidden_rng,
     passed,
 )
 
@@ -22,6 +23,23 @@ __all__ = [
     "check_masked_attention",
     "check_attends_elsewhere",
 ]
+
+# The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
+# an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
+REFERENCES = {
+    "2.1": (
+        "course_lib.attention.scaled_dot_product_attention",
+        "course_lib.attention.scaled_dot_product_attention_inplace",
+        "course_lib.attention.project_qkv",
+        "course_lib.attention.project_qkv_columns",
+    ),
+    "2.2": ("course_lib.attention.causal_mask", "course_lib.nn.attention.causal_mask_from"),
+    "2.3": (
+        "course_lib.attention.scaled_dot_product_attention",
+        "course_lib.attention.scaled_dot_product_attention_inplace",
+    ),
+    "2.4": (),
+}
 
 
 def _weights(scores, axis=-1):
@@ -163,34 +181,59 @@ def check_masked_attention(student_fn, *, seed: int = 0) -> None:
     passed(ex, "masked attention")
 
 
-def check_attends_elsewhere(x) -> None:
-    """Exercise 2.4 (construct): 3 tokens in 2-D where token 0 attends mostly to token 1.
+def _elsewhere_cases(seed: int) -> list[tuple[np.ndarray, float]]:
+    """(token 0, share): the notebook's two (seed 0), or hidden ones (other lengths, directions
+    and shares: a factor that works for one x_0 fails for a shorter one or a larger share)."""
+    if seed == 0:
+        return [(np.array([1.0, 0.0]), 0.9), (np.array([0.0, 2.0]), 0.99)]
+    rng = hidden_rng(seed, 24)
+    cases = []
+    for share in (0.9, 0.99, 0.999):
+        angle, length = rng.uniform(0, 2 * np.pi), rng.uniform(0.3, 3.0)
+        cases.append((length * np.array([np.cos(angle), np.sin(angle)]), share))
+    return cases
 
-    With W_Q = W_K = W_V = I the weights are softmax(X X^T / sqrt(2)). Every X whose row 0
-    puts more than 0.9 of its weight on row 1 is accepted.
+
+def check_attends_elsewhere(student_fn, *, seed: int = 0) -> None:
+    """Exercise 2.4 (construct): ``attends_elsewhere(x0, share) -> X`` (3, 2), with ``X[0] = x0``
+    and token 0 putting more than ``share`` of its weight on token 1.
+
+    With W_Q = W_K = W_V = I the weights are softmax(X X^T / sqrt(2)). Every such X is accepted;
+    the grader varies token 0 (length, direction) and the share.
     """
     ex = "2.4"
-    arr = finite_matrix(ex, x, (3, 2), "3 tokens, 2 features",
-                        "X = np.array([[.., ..], [.., ..], [.., ..]])")  # fmt: skip
-    a = softmax(arr @ arr.T / np.sqrt(2), axis=-1)
-    if a[0, 1] > 0.9:
-        passed(ex, "a token that attends to another token more than to itself")
-        return
-    if np.allclose(arr[0], arr[1]):
-        hint = "two equal tokens share the weight equally; token 1 must beat token 0's own score."
-    elif arr[0] @ arr[1] <= arr[0] @ arr[0]:
-        hint = (
-            "token 0's score with itself is |x_0|^2. To beat it, x_1 must point the same way as "
-            "x_0 and be LONGER: x_0 · x_1 > x_0 · x_0."
+    for x0, share in _elsewhere_cases(seed):
+        got = call_student(ex, student_fn, x0.copy(), share)
+        arr = finite_matrix(ex, got, (3, 2), "3 tokens, 2 features",
+                            "return X = np.array([x0, x1, x2]), one row per token.")  # fmt: skip
+        given = f"for x0 = {np.round(x0, 4).tolist()} and share {share}"
+        if not np.allclose(arr[0], x0, rtol=1e-6, atol=1e-9):
+            raise ExerciseError(ex, f"{given}: row 0 of X must be the token x0 you are given; "
+                                f"got {np.round(arr[0], 4).tolist()}.",
+                                "keep X[0] = x0: the question is what tokens 1 and 2 must be.")  # fmt: skip
+        a = softmax(arr @ arr.T / np.sqrt(2), axis=-1)
+        if a[0, 1] > share:
+            continue
+        if np.allclose(arr[0], arr[1]):
+            hint = (
+                "two equal tokens share the weight equally; token 1 must beat token 0's own score."
+            )
+        elif arr[0] @ arr[1] <= arr[0] @ arr[0]:
+            hint = (
+                "token 0's score with itself is |x_0|^2. To beat it, x_1 must point the same way "
+                "as x_0 and be LONGER: x_0 · x_1 > x_0 · x_0."
+            )
+        else:
+            hint = (
+                "x_1 already scores higher than x_0 itself, but not by enough for this x0 and "
+                "share: the weights are softmax of the scores / sqrt(2), so the gap "
+                "x_0 · x_1 - x_0 · x_0 must grow with the share, and a short x_0 needs a larger "
+                "factor. Work out how large from x0 and share."
+            )
+        raise ExerciseError(
+            ex,
+            f"{given}, weights of token 0 on tokens (0, 1, 2):\n  expected more than {share} on "
+            f"token 1\n  got      {np.round(a[0], 4)}",
+            hint,
         )
-    else:
-        hint = (
-            "x_1 already scores higher than x_0 itself, but not by enough: the weights are "
-            "softmax of the scores / sqrt(2); make the gap x_0 · x_1 - x_0 · x_0 larger."
-        )
-    raise ExerciseError(
-        ex,
-        f"weights of token 0 on tokens (0, 1, 2):\n  expected more than 0.9 on token 1\n"
-        f"  got      {np.round(a[0], 4)}",
-        hint,
-    )
+    passed(ex, "a token that attends to another token more than to itself")

@@ -26,6 +26,19 @@ __all__ = [
     "check_two_relations",
 ]
 
+# The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
+# an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
+REFERENCES = {
+    "3.1": ("course_lib.multihead.split_heads",),
+    "3.2": ("course_lib.multihead.merge_heads",),
+    "3.3": (
+        "course_lib.multihead.multi_head_attention",
+        "course_lib.nn.attention.MultiHeadAttention",
+    ),
+    "3.4": ("course_lib.grouped_query.attention_parameter_count",),
+    "3.5": (),
+}
+
 
 BATCH_HINT = (
     "keep every leading axis: write the shapes as (*lead, n, d_model) = x.shape and swap axes "
@@ -200,39 +213,66 @@ def check_mha_parameter_count(student_fn, *, seed: int = 0) -> None:
     passed(ex, "parameter count of multi-head attention")
 
 
-def check_two_relations(x) -> None:
-    """Exercise 3.5 (construct): one input, two heads that attend to two different tokens.
+def _relations_cases(seed: int) -> list[tuple[np.ndarray, float]]:
+    """(token 0, share): the notebook's (seed 0) or hidden ones (each half of x0 with its own
+    length and direction, larger shares)."""
+    if seed == 0:
+        return [(np.array([1.0, 0.0, 1.0, 0.0]), 0.8), (np.array([0.0, 2.0, 0.5, 0.5]), 0.9)]
+    rng = hidden_rng(seed, 35)
+    cases = []
+    for share in (0.8, 0.95, 0.99):
+        halves = []
+        for _ in range(2):
+            angle, length = rng.uniform(0, 2 * np.pi), rng.uniform(0.3, 3.0)
+            halves += [length * np.cos(angle), length * np.sin(angle)]
+        cases.append((np.array(halves), share))
+    return cases
+
+
+def check_two_relations(student_fn, *, seed: int = 0) -> None:
+    """Exercise 3.5 (construct): ``two_relations(x0, share) -> X`` (3, 4) with ``X[0] = x0``, on
+    which token 0 puts more than ``share`` of head 0's weight on token 1 and more than ``share``
+    of head 1's weight on token 2.
 
     d_model = 4, two heads, W_Q = W_K = W_V = W_O = I: head 0 compares features 0-1, head 1
-    features 2-3. Every X (3 tokens) for which token 0 puts more than 0.8 of head 0's weight on
-    token 1 and more than 0.8 of head 1's weight on token 2 is accepted.
+    features 2-3. Every such X is accepted; the grader varies x0 and the share.
     """
     ex = "3.5"
-    arr = finite_matrix(ex, x, (3, 4), "3 tokens, d_model = 4")
-    heads = split_heads(arr, 2)  # (2, 3, 2)
-    _, a = scaled_dot_product_attention(heads, heads, heads)  # (2 heads, 3, 3)
-    got = np.round(a[:, 0], 3)
-    if a[0, 0, 1] > 0.8 and a[1, 0, 2] > 0.8:
-        passed(ex, "two heads, two relations")
-        return
-    if a[0, 0, 1] > 0.8:
-        hint = (
-            "head 0 works. Head 1 only sees features 2 and 3 (d_head = 2): give token 2 a long "
-            "vector there pointing the same way as token 0's features 2-3."
+    for x0, share in _relations_cases(seed):
+        got = call_student(ex, student_fn, x0.copy(), share)
+        arr = finite_matrix(ex, got, (3, 4), "3 tokens, d_model = 4",
+                            "return X = np.array([x0, x1, x2]), one row per token.")  # fmt: skip
+        given = f"for x0 = {np.round(x0, 4).tolist()} and share {share}"
+        if not np.allclose(arr[0], x0, rtol=1e-6, atol=1e-9):
+            raise ExerciseError(ex, f"{given}: row 0 of X must be the token x0 you are given; "
+                                f"got {np.round(arr[0], 4).tolist()}.",
+                                "keep X[0] = x0: the question is what tokens 1 and 2 must be.")  # fmt: skip
+        heads = split_heads(arr, 2)  # (2, 3, 2)
+        _, a = scaled_dot_product_attention(heads, heads, heads)  # (2 heads, 3, 3)
+        if a[0, 0, 1] > share and a[1, 0, 2] > share:
+            continue
+        if a[0, 0, 1] > share:
+            hint = (
+                "head 0 works. Head 1 only sees features 2 and 3 (d_head = 2): token 2 must win "
+                "there, in the direction of token 0's features 2-3."
+            )
+        elif a[1, 0, 2] > share:
+            hint = (
+                "head 1 works. Head 0 only sees features 0 and 1: token 1 must win there, in the "
+                "direction of token 0's features 0-1."
+            )
+        else:
+            hint = (
+                "head 0 compares features 0-1 only and head 1 features 2-3 only. In each slice, "
+                "the key that wins for token 0 must point the same way as token 0's slice, and "
+                "be long enough for this x0 and share (work it out from them)."
+            )
+        got_w = np.round(a[:, 0], 3)
+        raise ExerciseError(
+            ex,
+            f"{given}, token 0's weights on tokens (0, 1, 2):\n  expected head 0 > {share} on "
+            f"token 1 and head 1 > {share} on token 2\n  got      head 0 {got_w[0]}, head 1 "
+            f"{got_w[1]}",
+            hint,
         )
-    elif a[1, 0, 2] > 0.8:
-        hint = (
-            "head 1 works. Head 0 only sees features 0 and 1: give token 1 a long vector there "
-            "pointing the same way as token 0's features 0-1."
-        )
-    else:
-        hint = (
-            "head 0 compares features 0-1 only and head 1 features 2-3 only. In each slice, the "
-            "key that wins for token 0 must point the same way as token 0's slice and be longer."
-        )
-    raise ExerciseError(
-        ex,
-        f"token 0's weights on tokens (0, 1, 2):\n  expected head 0 > 0.8 on token 1 and head 1 > "
-        f"0.8 on token 2\n  got      head 0 {got[0]}, head 1 {got[1]}",
-        hint,
-    )
+    passed(ex, "two heads, two relations")

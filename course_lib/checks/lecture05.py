@@ -6,8 +6,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..nn import DecoderLayer, EncoderLayer, transformer_parameter_count
+from ..nn import transformer_parameter_count
 from . import Built, ExerciseError, call_student, check_count, check_mistakes, hidden_rng, passed
+from .given_torch import make_layer
 
 __all__ = [
     "check_layer_norm",
@@ -17,6 +18,19 @@ __all__ = [
     "check_same_after_layer_norm",
     "make_layer",
 ]
+
+# The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
+# an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
+REFERENCES = {
+    "5.1": (),
+    "5.2": ("course_lib.nn.blocks.DecoderLayer",),
+    "5.3": ("course_lib.nn.blocks.EncoderLayer", "course_lib.nn.blocks.DecoderLayer"),
+    "5.4": (
+        "course_lib.nn.counting.transformer_parameter_count",
+        "course_lib.nn.counting.count_parameters",
+    ),
+    "5.5": (),
+}
 
 
 def _numpy(ex: str, got, what: str):
@@ -82,19 +96,6 @@ def check_layer_norm(student_fn, *, seed: int = 0) -> None:
     passed(ex, "LayerNorm by hand")
 
 
-def make_layer(kind: str, d_model: int, num_heads: int, norm_first: bool, seed: int):
-    """A float64 encoder or decoder layer with random weights AND biases (a Built factory)."""
-    cls = {"encoder": EncoderLayer, "decoder": DecoderLayer}[kind]
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        layer = cls(d_model, num_heads, norm_first=norm_first).double().eval()
-        with torch.no_grad():
-            for p in layer.parameters():
-                if p.ndim == 1:
-                    p.normal_(0.0, 0.5)
-    return layer
-
-
 def _post_ln_decoder(x, memory, layer, self_mask, memory_mask, *, variant="right"):
     sa = lambda q, m: layer.self_attn(q, q, q, m)  # noqa: E731
     ca = lambda q, m: layer.cross_attn(q, memory, memory, m)  # noqa: E731
@@ -130,7 +131,7 @@ def check_post_ln_decoder_layer(student_fn, *, seed: int = 0) -> None:
     ex = "5.2"
     gen = torch.Generator().manual_seed(52 + 1000 * seed)
     for d, h, n, n_mem in ((8, 2, 5, 5), (12, 3, 3, 6), (4, 1, 1, 2)):
-        recipe = Built("course_lib.checks.lecture05:make_layer", kind="decoder", d_model=d,
+        recipe = Built("course_lib.checks.given_torch:make_layer", kind="decoder", d_model=d,
                        num_heads=h, norm_first=True, seed=seed * 100 + d)  # fmt: skip
         layer = recipe.build()
         x = torch.randn(2, n, d, generator=gen, dtype=torch.float64)
@@ -177,7 +178,7 @@ def check_pre_ln_layer(student_fn, *, seed: int = 0) -> None:
     ex = "5.3"
     gen = torch.Generator().manual_seed(53 + 1000 * seed)
     for d, h, n, with_mask in ((8, 2, 5, False), (12, 3, 4, True), (4, 1, 1, False)):
-        recipe = Built("course_lib.checks.lecture05:make_layer", kind="encoder", d_model=d,
+        recipe = Built("course_lib.checks.given_torch:make_layer", kind="encoder", d_model=d,
                        num_heads=h, norm_first=False, seed=seed * 100 + d)  # fmt: skip
         layer = recipe.build()
         x = torch.randn(2, n, d, generator=gen, dtype=torch.float64)
@@ -248,41 +249,65 @@ def check_decoder_parameter_count(student_fn, *, seed: int = 0) -> None:
     passed(ex, "parameter count of a decoder layer")
 
 
-def check_same_after_layer_norm(token_a, token_b) -> None:
-    """Exercise 5.5 (construct): two different tokens that LayerNorm maps to the same vector.
+def _twin_cases(seed: int) -> list[tuple[np.ndarray, float, float]]:
+    """(token, mean, std): the notebook's (seed 0) or hidden ones (D = 4, 6 or 8 features)."""
+    if seed == 0:
+        return [(np.array([1.0, -1.0, 0.0, 5.0]), 10.0, 3.0),
+                (np.array([2.0, 2.5, -4.0, 0.5]), -1.0, 0.5)]  # fmt: skip
+    rng = hidden_rng(seed, 55)
+    cases = []
+    for d in (4, 6, 8):
+        token = rng.normal(size=d) * rng.uniform(0.5, 4.0) + rng.uniform(-5, 5)
+        cases.append((token, float(rng.uniform(-8, 8)), float(rng.uniform(0.5, 6.0))))
+    return cases
 
-    gamma = 1, beta = 0, eps = 1e-5, D = 4. Every pair of clearly different tokens whose
-    outputs agree to 1e-4 is accepted (b = c a + t with c > 0; two constant tokens too).
+
+def _layer_norm(x: np.ndarray) -> np.ndarray:
+    return F.layer_norm(torch.tensor(x)[None], (x.shape[-1],), eps=1e-5)[0].numpy()
+
+
+def check_same_after_layer_norm(student_fn, *, seed: int = 0) -> None:
+    """Exercise 5.5 (construct): ``same_after_layer_norm(token, mean, std) -> twin``, a token of
+    mean ``mean`` and spread ``std`` (``np.std``) with the same LayerNorm output as ``token``.
+
+    gamma = 1, beta = 0, eps = 1e-5: outputs must agree to 1e-4 (the spreads are >= 0.5, so eps
+    moves them less than that). The grader varies the token (4, 6 or 8 features), mean and std.
     """
     ex = "5.5"
-    arrs = []
-    for name, tok in (("token_a", token_a), ("token_b", token_b)):
+    for token, mean, std in _twin_cases(seed):
+        got = call_student(ex, student_fn, token.copy(), mean, std)
+        d = token.shape[0]
+        given = f"for token {np.round(token, 3).tolist()}, mean {mean:.4g}, std {std:.4g}"
         try:
-            arr = np.asarray(tok, dtype=np.float64).reshape(-1)
+            twin = np.array(got, dtype=np.float64).reshape(-1)
         except (TypeError, ValueError):
-            raise ExerciseError(ex, f"{name}: expected 4 numbers, got {tok!r:.80}.") from None
-        if arr.shape != (4,) or not np.all(np.isfinite(arr)):
-            raise ExerciseError(ex, f"{name}: expected 4 finite numbers, got {tok!r:.80}.")
-        arrs.append(arr)
-    a, b = arrs
-    if np.allclose(a, b, atol=1e-3):
-        raise ExerciseError(ex, "the two tokens are (almost) the same.",
-                            "find two clearly DIFFERENT tokens with the same LayerNorm output.")  # fmt: skip
-    out = [F.layer_norm(torch.tensor(t)[None], (4,), eps=1e-5)[0].numpy() for t in (a, b)]
-    if np.allclose(out[0], out[1], atol=1e-4):
-        passed(ex, "two different tokens, one LayerNorm output")
-        return
-    if np.allclose(out[0], -out[1], atol=1e-4):
-        hint = "a NEGATIVE factor flips the sign of the output; scale by a positive number."
-    elif np.allclose(np.sort(out[0]), np.sort(out[1]), atol=1e-4):
-        hint = "a permutation of the features permutes the output too; LayerNorm keeps the order."
-    else:
-        hint = (
-            "LayerNorm removes each token's mean and divides by its spread: what can you ADD to "
-            "every feature, or multiply every feature by, without changing the result?"
-        )
-    raise ExerciseError(
-        ex,
-        f"LayerNorm outputs:\n  token_a -> {np.round(out[0], 4)}\n  token_b -> {np.round(out[1], 4)}",
-        hint,
-    )
+            raise ExerciseError(ex, f"{given}: expected {d} numbers, got {got!r:.80}.") from None
+        if twin.shape != (d,) or not np.all(np.isfinite(twin)):
+            raise ExerciseError(ex, f"{given}: expected {d} finite numbers (one per feature of "
+                                f"the token), got shape {twin.shape}.")  # fmt: skip
+        out, want = _layer_norm(twin), _layer_norm(token)
+        if not np.allclose(out, want, atol=1e-4):
+            if np.allclose(out, -want, atol=1e-4):
+                hint = "a NEGATIVE factor flips the sign of the output; scale by a positive number."
+            elif np.allclose(np.sort(out), np.sort(want), atol=1e-4):
+                hint = "a permutation of the features permutes the output too; LayerNorm keeps the order."
+            else:
+                hint = (
+                    "LayerNorm removes each token's mean and divides by its spread: what can you "
+                    "ADD to every feature, or multiply every feature by, without changing the result?"
+                )
+            raise ExerciseError(ex, f"{given}, LayerNorm outputs:\n  token -> {np.round(want, 4)}\n"
+                                f"  yours -> {np.round(out, 4)}", hint)  # fmt: skip
+        scale = max(1.0, abs(mean), std)
+        if abs(twin.mean() - mean) > 1e-6 * scale or abs(twin.std() - std) > 1e-6 * scale:
+            hint = (
+                "shift every feature by the same amount to set the mean; scale to set the spread."
+            )
+            if np.isclose(twin.std(ddof=1), std, rtol=1e-6):
+                hint = ("the spread here is np.std (ddof=0, dividing by D), the one LayerNorm uses; "
+                        "you matched the sample std (ddof=1).")  # fmt: skip
+            raise ExerciseError(
+                ex, f"{given}: your token has the same LayerNorm output, but mean "
+                f"{twin.mean():.6g} and std {twin.std():.6g}.", hint,
+            )  # fmt: skip
+    passed(ex, "a different token with the same LayerNorm output")

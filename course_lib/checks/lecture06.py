@@ -21,6 +21,7 @@ from ..bleu import (
     tokenize_for_bleu,
 )
 from . import ExerciseError, call_student, check_mistakes, check_value, hidden_rng, passed
+from .given import PARAPHRASE, REFERENCE
 
 __all__ = [
     "check_clipped_counts",
@@ -31,6 +32,23 @@ __all__ = [
     "REFERENCE",
     "PARAPHRASE",
 ]
+
+# The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
+# an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
+REFERENCES = {
+    "6.1": (
+        "course_lib.bleu.counting.clipped_counts",
+        "course_lib.bleu.counting.modified_precision",
+    ),
+    "6.2": ("course_lib.bleu.counting.brevity_penalty",),
+    "6.3": ("course_lib.bleu.counting.closest_ref_length",),
+    "6.4": (
+        "course_lib.bleu.corpus.corpus_bleu",
+        "course_lib.bleu.formula.compute_bleu",
+        "course_lib.bleu.statistics.bleu_statistics",
+    ),
+    "6.5": (),
+}
 
 T = str.split  # the exercises' inputs are written as strings and split here
 _WORDS = "the a cat dog sat on mat ran in park it was not at all".split()
@@ -340,10 +358,6 @@ def check_corpus_bleu(student_fn, *, seed: int = 0) -> None:
             atol=1e-9,
         )
     passed(ex, "corpus BLEU from scratch")
-
-
-REFERENCE = "the meeting was cancelled because the manager was ill"
-PARAPHRASE = "the manager was sick , so the meeting was called off"
 
 
 def check_bleu_counterexample(candidate) -> None:

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from torch import nn
 
 from ..additive_attention import additive_attention
 from ..attention import causal_mask, padding_mask
 from ..models.decoding import greedy_decode
-from ..models.transformer import TransformerTranslator
-from . import Built, ExerciseError, call_student, check_mistakes, check_value, passed
+from . import (
+    Built,
+    ExerciseError,
+    call_student,
+    check_mistakes,
+    check_value,
+    hidden_rng,
+    passed,
+)
+from .given_torch import scripted_model, tiny_translator
 
 __all__ = [
     "check_additive_attention",
@@ -20,6 +27,23 @@ __all__ = [
     "scripted_model",
     "tiny_translator",
 ]
+
+# The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
+# an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
+REFERENCES = {
+    "7.1": (
+        "course_lib.additive_attention.additive_attention",
+        "course_lib.additive_attention.additive_attention_scores",
+        "course_lib.models.seq2seq.AdditiveAttention",
+    ),
+    "7.2": ("course_lib.attention.causal_mask", "course_lib.attention.padding_mask"),
+    "7.3": (
+        "course_lib.models.decoding.greedy_decode",
+        "course_lib.models.decoding.beam_search",
+        "course_lib.models.decoding.translate",
+    ),
+    "7.4": (),
+}
 
 
 def _softmax_or_nan(scores):
@@ -122,27 +146,6 @@ def check_decoder_self_mask(student_fn, *, seed: int = 0) -> None:
     passed(ex, "the decoder's self-attention mask")
 
 
-class _Scripted(nn.Module):
-    """A stand-in model that 'translates' a source row starting with id k into ``script[k]``,
-    then <eos> (so a batch row, or the same sentence decoded alone, gets the same output)."""
-
-    def __init__(self, script: list[list[int]], vocab: int = 8, eos_id: int = 2):
-        super().__init__()
-        self.script, self.vocab, self.eos_id = script, vocab, eos_id
-
-    def encode(self, src, src_mask):
-        return src
-
-    def decode(self, memory, src_mask, tgt_in):
-        b, t = tgt_in.shape
-        logits = torch.zeros(b, t, self.vocab)
-        for i in range(b):
-            script = self.script[int(memory[i, 0]) % len(self.script)]  # source row i says which
-            for j in range(t):
-                logits[i, j, script[j] if j < len(script) else self.eos_id] = 1.0
-        return logits
-
-
 def _check_ids(ex: str, got, expected: torch.Tensor, what: str, hint: str | None = None) -> None:
     if not isinstance(got, torch.Tensor):
         raise ExerciseError(ex, f"{what}: expected a torch tensor of ids, got {type(got).__name__}.",
@@ -153,18 +156,6 @@ def _check_ids(ex: str, got, expected: torch.Tensor, what: str, hint: str | None
         "position's logits, put pad_id in rows that already produced <eos>, append, and stop "
         "when every row is done or after max_new_tokens words; return ys[:, 1:].",
     )  # fmt: skip
-
-
-def scripted_model(script: list[list[int]], vocab: int = 8, eos_id: int = 2) -> _Scripted:
-    """A :class:`Built` factory: the stand-in model that says ``script[b]`` then <eos>."""
-    return _Scripted(script, vocab, eos_id)
-
-
-def tiny_translator(seed: int = 0) -> TransformerTranslator:
-    """A :class:`Built` factory: a small untrained Transformer (12 source, 9 target ids)."""
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        return TransformerTranslator(12, 9, d_model=16, num_heads=2, num_layers=1, d_ff=32).eval()
 
 
 def _greedy_mistake(model, src, src_mask, max_new_tokens, variant: str) -> list:
@@ -199,11 +190,11 @@ def check_greedy_decode(student_fn, *, seed: int = 0) -> None:
     ex = "7.3"
     src = torch.tensor([[0, 1, 1, 1], [1, 1, 1, 1], [2, 1, 1, 1]])
     scripts = [[[4, 5, 2], [3, 2], [6, 6, 6, 6, 6]], [[3, 3, 2], [7, 5, 5, 5, 4, 2], [2]]]
-    cases = [(Built("course_lib.checks.lecture07:scripted_model", script=sc), src, src >= 0, m,
+    cases = [(Built("course_lib.checks.given_torch:scripted_model", script=sc), src, src >= 0, m,
               f"output of a model that says {sc} (then <eos>) with max_new_tokens={m}")
              for sc in scripts for m in (10, 3)]  # fmt: skip
     src2 = torch.tensor([[4, 5, 6, 7], [8, 9, 0, 0]])
-    cases.append((Built("course_lib.checks.lecture07:tiny_translator", seed=seed), src2,
+    cases.append((Built("course_lib.checks.given_torch:tiny_translator", seed=seed), src2,
                   src2 != 0, 6, "output of a small (untrained) Transformer, max_new_tokens=6"))  # fmt: skip
     for recipe, s, s_mask, max_new_tokens, what in cases:
         model = recipe.build()
@@ -224,59 +215,64 @@ def check_greedy_decode(student_fn, *, seed: int = 0) -> None:
     passed(ex, "greedy decoding")
 
 
-def check_greedy_counterexample(p_first, p_second) -> None:
-    """Exercise 7.4 (construct): next-word probabilities for which greedy decoding does not
-    find the most probable two-word output. Every such table is accepted.
+def _trap_cases(seed: int) -> list[np.ndarray]:
+    """First-word distributions: the notebook's (seed 0) or hidden ones (V = 3, 4 or 6), each
+    with one largest word and a runner-up above largest / V (so a trap exists)."""
+    if seed == 0:
+        return [np.array([0.6, 0.4]), np.array([0.5, 0.3, 0.2])]
+    rng = hidden_rng(seed, 74)
+    cases = []
+    for v in (3, 4, 6):
+        while True:
+            p = rng.dirichlet(np.ones(v))
+            top = np.sort(p)[::-1]
+            if top[0] - top[1] > 0.02 and top[1] > 1.3 * top[0] / v:
+                break
+        cases.append(p)
+    return cases
 
-    ``p_first[a]`` = P(first word a); ``p_second[a][b]`` = P(second word b | first word a).
+
+def check_greedy_counterexample(student_fn, *, seed: int = 0) -> None:
+    """Exercise 7.4 (construct): ``greedy_trap(p_first) -> p_second`` (V, V), the next-word
+    probabilities after each first word, for which greedy decoding does not find the most
+    probable two-word output. ``p_first[a]`` = P(first word a); ``p_second[a][b]`` = P(second
+    word b | first word a). Every such table is accepted; the grader varies p_first and V.
     """
     ex = "7.4"
-    try:
-        p1 = np.asarray(p_first, dtype=float)
-        p2 = np.asarray(p_second, dtype=float)
-    except (TypeError, ValueError):
-        raise ExerciseError(
-            ex, "expected p_first (V,) and p_second (V, V) arrays of numbers."
-        ) from None
-    v = p1.shape[0] if p1.ndim == 1 else -1
-    if p1.ndim != 1 or p2.shape != (v, v) or v < 2:
+    for p1 in _trap_cases(seed):
+        v = p1.shape[0]
+        given = f"for p_first = {np.round(p1, 4).tolist()}"
+        got = call_student(ex, student_fn, p1.copy())
+        try:
+            p2 = np.asarray(got, dtype=float)
+        except (TypeError, ValueError):
+            raise ExerciseError(ex, f"{given}: expected p_second, a ({v}, {v}) array of "
+                                f"numbers, got {type(got).__name__}.") from None  # fmt: skip
+        if p2.shape != (v, v):
+            raise ExerciseError(
+                ex, f"{given}: expected p_second of shape ({v}, {v}), got {p2.shape}.",
+                "p_second[a] is the distribution of the second word after first word a.",
+            )  # fmt: skip
+        if (p2 < 0).any() or not np.allclose(p2.sum(axis=1), 1.0):
+            raise ExerciseError(
+                ex, f"{given}: the rows of p_second sum to {np.round(p2.sum(axis=1), 4).tolist()}.",
+                "these are probabilities: non-negative, and EVERY row of p_second sums to 1.",
+            )  # fmt: skip
+        a = int(p1.argmax())
+        if np.sum(p2[a] == p2[a].max()) > 1:
+            raise ExerciseError(ex, f"{given}: after first word {a}, two second words tie.",
+                                "make greedy's second choice unambiguous.")  # fmt: skip
+        greedy_p = p1[a] * p2[a].max()
+        joint = p1[:, None] * p2
+        if joint.max() > greedy_p * (1 + 1e-9):
+            continue
+        best = np.unravel_index(joint.argmax(), joint.shape)
         raise ExerciseError(
             ex,
-            f"expected p_first of shape (V,) and p_second of shape (V, V) with V >= 2, got "
-            f"{p1.shape} and {p2.shape}.",
-            "p_second[a] is the distribution of the second word after first word a.",
+            f"{given}: greedy picks ({a}, {int(p2[a].argmax())}) with probability "
+            f"{greedy_p:.4f}, and that is also the best pair {tuple(int(x) for x in best)}.",
+            "greedy commits to the likeliest FIRST word. Make that word's continuations all "
+            "unlikely (spread p_second[a] out), and give another first word one near-certain "
+            "continuation: which first word can then beat greedy, for THIS p_first?",
         )
-    if (
-        (p1 < 0).any()
-        or (p2 < 0).any()
-        or not np.isclose(p1.sum(), 1.0)
-        or not np.allclose(p2.sum(axis=1), 1.0)
-    ):
-        raise ExerciseError(
-            ex,
-            f"p_first sums to {p1.sum():.4g} and the rows of p_second to "
-            f"{np.round(p2.sum(axis=1), 4).tolist()}.",
-            "these are probabilities: non-negative, and p_first and EVERY row of p_second sum "
-            "to 1.",
-        )
-    if np.sum(p1 == p1.max()) > 1:
-        raise ExerciseError(ex, "two first words tie for the largest probability.",
-                            "make greedy's first choice unambiguous.")  # fmt: skip
-    a = int(p1.argmax())
-    if np.sum(p2[a] == p2[a].max()) > 1:
-        raise ExerciseError(ex, f"after first word {a}, two second words tie.",
-                            "make greedy's second choice unambiguous.")  # fmt: skip
-    greedy_p = p1[a] * p2[a].max()
-    joint = p1[:, None] * p2
-    best = np.unravel_index(joint.argmax(), joint.shape)
-    if joint.max() > greedy_p * (1 + 1e-9):
-        passed(ex, "greedy decoding is not the most probable output")
-        return
-    raise ExerciseError(
-        ex,
-        f"greedy picks ({a}, {int(p2[a].argmax())}) with probability {greedy_p:.4f}, and that is "
-        f"also the best pair {tuple(int(x) for x in best)}.",
-        "greedy commits to the likeliest FIRST word. Make that word's continuations all "
-        "unlikely (spread p_second[a] out), and give another first word one near-certain "
-        "continuation.",
-    )
+    passed(ex, "greedy decoding is not the most probable output")

@@ -25,6 +25,30 @@ __all__ = [
     "check_masking_statistics",
 ]
 
+# The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
+# an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
+REFERENCES = {
+    "8.1": (
+        "course_lib.data.pretraining.mask_tokens",
+        "course_lib.data.pretraining.PretrainingData",
+    ),
+    "8.2": (
+        "course_lib.data.pretraining.make_nsp_pair",
+        "course_lib.data.pretraining.pair_input",
+        "course_lib.data.pretraining.truncate_pair",
+    ),
+    "8.3": (
+        "course_lib.tokenization.bpe.count_pairs",
+        "course_lib.tokenization.bpe.merge_pair",
+        "course_lib.tokenization.bpe_training.train_bpe",
+        "course_lib.tokenization.bpe_training.train_bpe_with_history",
+    ),
+    "8.4": (
+        "course_lib.data.pretraining.mask_tokens",
+        "course_lib.data.pretraining.PretrainingData",
+    ),
+}
+
 
 def _rng(*seed) -> Built:
     """The recipe of a numpy Generator, built where the student's code runs."""

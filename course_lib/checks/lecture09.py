@@ -12,8 +12,10 @@ from . import (
     call_student,
     check_batched,
     check_mistakes,
+    hidden_rng,
     passed,
 )
+from .given import mystery_attention
 
 __all__ = [
     "check_previous_token_score",
@@ -22,6 +24,18 @@ __all__ = [
     "check_head_roles",
     "mystery_attention",
 ]
+
+# The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
+# an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
+REFERENCES = {
+    "9.1": ("course_lib.head_patterns.offset_score",),
+    "9.2": ("course_lib.head_patterns.attention_to_positions",),
+    "9.3": ("course_lib.head_patterns.weighted_value_norms",),
+    "9.4": (
+        "course_lib.head_patterns.offset_score",
+        "course_lib.head_patterns.attention_to_positions",
+    ),
+}
 
 BATCH_HINT = (
     "keep the leading (layer, head) axes: index from the end (a[..., i, j], axis=-1, "
@@ -125,28 +139,6 @@ def check_value_contributions(student_fn, *, seed: int = 0) -> None:
     passed(ex, "value-weighted contributions")
 
 
-def mystery_attention() -> np.ndarray:
-    """Attention weights ``(2 layers, 3 heads, 10, 10)`` of a made-up model, for exercise 9.4.
-
-    Position 0 is [CLS] and position 9 is [SEP]. Each head has one job (plus noise).
-    """
-    rng = np.random.default_rng(94)
-    n = 10
-    i, j = np.indices((n, n))
-    patterns = {
-        (0, 0): 4.0 * (j == n - 1),  # looks at [SEP]
-        (0, 1): 4.0 * (j == i + 1),  # next token
-        (0, 2): 1.0 * (j == i),  # mostly itself, broad
-        (1, 0): 4.0 * (j == 0),  # looks at [CLS]
-        (1, 1): 3.0 * (j == i - 1),  # previous token
-        (1, 2): 2.0 * (np.abs(i - j) <= 2),  # a local window
-    }
-    logits = 0.5 * rng.normal(size=(2, 3, n, n))
-    for (layer, head), pat in patterns.items():
-        logits[layer, head] += pat
-    return softmax(logits, axis=-1)
-
-
 def _head(ex: str, name: str, got) -> tuple[int, int]:
     """A pair of integers (not strings such as "11", not floats such as 1.9, not bools)."""
 
@@ -169,29 +161,47 @@ def _not_it(ex: str, got: tuple, expected: tuple, what: str, hint: str) -> None:
         raise ExerciseError(ex, f"{what}: {got} is not that head.", hint)
 
 
-def check_head_roles(previous_head, cls_head) -> None:
-    """Exercise 9.4 (interpret): in :func:`mystery_attention`, which head is the
-    previous-token head, and which parks its attention on [CLS]?"""
+def _mystery_models(seed: int) -> list[np.ndarray]:
+    """The notebook's model (seed 0), or hidden ones: other sizes, the jobs in other heads."""
+    if seed == 0:
+        return [mystery_attention()]
+    rng = hidden_rng(seed, 94)
+    return [mystery_attention(int(rng.integers(1, 2**31)), layers, heads, n)
+            for layers, heads, n in ((2, 3, 10), (3, 4, 12), (4, 2, 8))]  # fmt: skip
+
+
+def _pair(a: np.ndarray, score: np.ndarray) -> tuple[int, int]:
+    return tuple(int(x) for x in np.unravel_index(score.argmax(), a.shape[:2]))
+
+
+def check_head_roles(student_fn, *, seed: int = 0) -> None:
+    """Exercise 9.4 (interpret): ``find_heads(att) -> (previous_head, cls_head)``: which head
+    of a model's attention ``(layers, heads, n, n)`` is the previous-token head, and which parks
+    its attention on [CLS] (key 0)? The grader's hidden models put the jobs in other heads."""
     ex = "9.4"
-    a = mystery_attention()
-    prev = np.unravel_index(offset_score(a, -1).argmax(), a.shape[:2])
-    cls = np.unravel_index(a[..., 0].mean(axis=-1).argmax(), a.shape[:2])
-    got = _head(ex, "previous_head", previous_head)
-    hints = {
-        tuple(int(x) for x in np.unravel_index(offset_score(a, 1).argmax(), a.shape[:2])): (
-            "that head sends token i to token i + 1 (the NEXT token): check the offset "
-            "(-1, below the diagonal) and that rows are queries."
-        ),
-        tuple(int(x) for x in cls): "that head looks at [CLS]: from query 1 the previous token "
-        "is [CLS], but for the other queries it is not; average over all queries 1..n-1.",
-    }
-    _not_it(ex, got, tuple(int(x) for x in prev), "previous-token head (layer, head)",
-            hints.get(got, "compute your previous_token_score (9.1) on the whole array and take "
-                      "the head with the highest score."))  # fmt: skip
-    got = _head(ex, "cls_head", cls_head)
-    sep = tuple(int(x) for x in np.unravel_index(a[..., -1].mean(axis=-1).argmax(), a.shape[:2]))
-    _not_it(ex, got, tuple(int(x) for x in cls), "head that parks its attention on [CLS]",
-            "that head looks at the LAST token, [SEP]; [CLS] is key 0." if got == sep
-            else "average a[..., :, 0] (the weight every query puts on key 0) per head and "
-            "take the largest.")  # fmt: skip
+    for a in _mystery_models(seed):
+        got = call_student(ex, student_fn, a.copy())
+        if not (isinstance(got, (tuple, list)) and len(got) == 2):
+            raise ExerciseError(ex, f"expected a pair (previous_head, cls_head), got {got!r:.80}.",
+                                "return previous_head, cls_head: two (layer, head) pairs.")  # fmt: skip
+        model = f"on a model of {a.shape[0]} layers x {a.shape[1]} heads"
+        prev, cls = _pair(a, offset_score(a, -1)), _pair(a, a[..., 0].mean(axis=-1))
+        hints = {
+            _pair(a, offset_score(a, 1)): (
+                "that head sends token i to token i + 1 (the NEXT token): check the offset "
+                "(-1, below the diagonal) and that rows are queries."
+            ),
+            cls: "that head looks at [CLS]: from query 1 the previous token is [CLS], but for "
+            "the other queries it is not; average over all queries 1..n-1.",
+        }
+        mine = _head(ex, "previous_head", got[0])
+        _not_it(ex, mine, prev, f"previous-token head (layer, head) {model}",
+                hints.get(mine, "compute your previous_token_score (9.1) on the whole array and "
+                          "take the head with the highest score."))  # fmt: skip
+        mine = _head(ex, "cls_head", got[1])
+        sep = _pair(a, a[..., -1].mean(axis=-1))
+        _not_it(ex, mine, cls, f"head that parks its attention on [CLS] {model}",
+                "that head looks at the LAST token, [SEP]; [CLS] is key 0." if mine == sep
+                else "average a[..., :, 0] (the weight every query puts on key 0) per head and "
+                "take the largest.")  # fmt: skip
     passed(ex, "reading heads from their attention")

@@ -7,7 +7,16 @@ import torch
 import torch.nn.functional as F
 
 from ..models.generation import top_p_filter
-from . import Built, ExerciseError, call_student, call_student_frozen, check_count, passed
+from . import (
+    Built,
+    ExerciseError,
+    call_student,
+    call_student_frozen,
+    check_prediction,
+    hidden_rng,
+    passed,
+)
+from .given_torch import read_only_tensor
 
 __all__ = [
     "check_next_token_loss",
@@ -16,42 +25,13 @@ __all__ = [
     "read_only_tensor",
 ]
 
-_IN_PLACE = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
-             "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__",
-             "__irshift__"}  # fmt: skip
-
-
-class _ReadOnlyTensor(torch.Tensor):
-    """A tensor whose in-place operations (and those of its views) raise: the caller's input."""
-
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
-        in_place = name in _IN_PLACE or (name.endswith("_") and not name.endswith("__"))
-        if in_place and args and isinstance(args[0], cls):
-            raise RuntimeError(
-                f"{name}: this tensor is read-only (it is the caller's ids; an in-place change "
-                "would change the caller's data)"
-            )
-        with torch._C.DisableTorchFunctionSubclass():
-            out = func(*args, **kwargs)
-        sources = [a for a in args if isinstance(a, cls)]
-        if isinstance(out, torch.Tensor) and any(_shares(out, a) for a in sources):
-            return out.as_subclass(cls)  # a view of the caller's data stays read-only
-        return out
-
-
-def _shares(a: torch.Tensor, b: torch.Tensor) -> bool:
-    try:
-        return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
-    except RuntimeError:
-        return False
-
-
-def read_only_tensor(data: list, dtype: str = "int64") -> torch.Tensor:
-    """A :class:`Built` factory: a tensor the student's function may read but not change."""
-    return torch.tensor(data, dtype=getattr(torch, dtype)).as_subclass(_ReadOnlyTensor)
+# The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
+# an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
+REFERENCES = {
+    "11.1": ("course_lib.models.gpt.lm_loss",),
+    "11.2": ("course_lib.models.generation.top_p_filter",),
+    "11.3": ("course_lib.grouped_query.kv_cache_bytes",),
+}
 
 
 def _next_token_losses(logits: torch.Tensor, ids: torch.Tensor) -> dict[str, float]:
@@ -91,7 +71,7 @@ def check_next_token_loss(student_fn, *, seed: int = 0) -> None:
     for b, n, v in [(3, 7, 11), (1, 2, 5), (2, 12, 40)]:
         logits = 2 * torch.randn(b, n, v, generator=gen)
         ids = torch.randint(0, v, (b, n), generator=gen)
-        frozen_ids = Built("course_lib.checks.lecture11:read_only_tensor", data=ids.tolist())
+        frozen_ids = Built("course_lib.checks.given_torch:read_only_tensor", data=ids.tolist())
         got = call_student_frozen(ex, student_fn, logits.clone(), frozen_ids)
         if isinstance(got, torch.Tensor):
             got = got.as_subclass(torch.Tensor) if type(got) is not torch.Tensor else got
@@ -205,33 +185,48 @@ def check_top_p_keep(student_fn, *, seed: int = 0) -> None:
 _LAYERS, _D, _HEADS, _N, _BATCH = 24, 1024, 16, 512, 4
 
 
+def _cache_models(seed: int) -> list[tuple[int, int, int, int, int]]:
+    """(num_layers, d_model, num_heads, batch, tokens): GPT-2 medium serving 4 x 512 tokens and
+    the notebook's small model (seed 0), or hidden models."""
+    if seed == 0:
+        return [(_LAYERS, _D, _HEADS, _BATCH, _N), (2, 64, 8, 3, 11)]
+    rng = hidden_rng(seed, 113)
+    models = []
+    for layers, heads in ((6, 8), (12, 12), (36, 20)):
+        d_model = heads * int(rng.choice([32, 64, 80]))
+        models.append((layers, d_model, heads, int(rng.choice([2, 3, 8])),
+                       int(rng.integers(100, 2000))))  # fmt: skip
+    return models
+
+
 def check_kv_cache_numbers(student_fn, *, seed: int = 0) -> None:
-    """Exercise 11.3: ``kv_cache_numbers() -> int``, the predicted number of numbers in the KV
-    cache of GPT-2 medium for 4 sequences of 512 tokens."""
+    """Exercise 11.3: ``kv_cache_numbers(num_layers, d_model, num_heads, batch, tokens) -> int``,
+    the predicted number of numbers in a GPT's KV cache (GPT-2 medium for 4 sequences of 512
+    tokens, and hidden models). A wrong count is told too low / too high, with the mistake."""
     ex = "11.3"
-    answer = call_student(ex, student_fn)
-    expected = 2 * _LAYERS * _N * _D * _BATCH
-    mistakes = {
-        expected // 2: "count the keys AND the values: two tensors per layer.",
-        expected // _LAYERS: "every layer keeps its own keys and values.",
-        expected // _BATCH: "each of the 4 sequences has its own cache.",
-        expected * _HEADS: "the heads split d_model into 16 slices of 64; they do not multiply it.",
-        expected // _HEADS: "every head stores keys and values of d_head = 64 numbers per token: "
-        "16 heads x 64 = all of d_model.",
-        expected * 4: "count numbers, not bytes (float32 takes 4 bytes each).",
-        expected * 4 // 2**20: "count numbers, not megabytes.",
-    }
-    if isinstance(answer, float) and answer.is_integer():
-        answer = int(answer)
-    try:
-        check_count(ex, answer, expected, what="numbers in the KV cache",
-                    hint="2 (K and V) x layers x tokens x d_model x sequences.")  # fmt: skip
-    except ExerciseError as err:
-        if isinstance(answer, (int, np.integer)) and int(answer) in mistakes:
-            raise ExerciseError(
-                ex,
-                f"numbers in the KV cache:\n  expected {expected!r}\n  got      {int(answer)!r}",
-                mistakes[int(answer)],
-            ) from None
-        raise err
+    for layers, d, heads, batch, tokens in _cache_models(seed):
+        answer = call_student(ex, student_fn, layers, d, heads, batch, tokens)
+        expected = 2 * layers * tokens * d * batch
+        mistakes: dict[int, str] = {}
+        for value, hint in (
+            (expected // 2, "count the keys AND the values: two tensors per layer."),
+            (expected // layers, "every layer keeps its own keys and values."),
+            (expected // batch, "each sequence of the batch has its own cache."),
+            (expected * heads, f"the heads split d_model into {heads} slices of {d // heads}; "
+                               "they do not multiply it."),
+            (expected // heads, f"every head stores keys and values of d_head = {d // heads} "
+                                f"numbers per token: {heads} heads x {d // heads} = all of d_model."),
+            (expected * 4, "count numbers, not bytes (float32 takes 4 bytes each)."),
+        ):  # fmt: skip
+            if value != expected:
+                mistakes.setdefault(value, hint)
+        if isinstance(answer, float) and answer.is_integer():
+            answer = int(answer)
+        check_prediction(ex, answer, expected,
+                         what=f"numbers in the KV cache of {layers} layers, d_model {d}, {heads} "
+                         f"heads, for {batch} sequences of {tokens} tokens",
+                         too_low="2 (K and V) x layers x tokens x d_model x sequences: which "
+                         "factor is missing?",
+                         too_high="2 (K and V) x layers x tokens x d_model x sequences: which "
+                         "factor is extra?", hints=mistakes)  # fmt: skip
     passed(ex, "the KV cache holds 2 x layers x tokens x d_model numbers per sequence")

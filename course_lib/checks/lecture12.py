@@ -6,9 +6,22 @@ from __future__ import annotations
 import numpy as np
 
 from . import ExerciseError, call_student, check_array, passed
+from .given import shipped_sweep, shipped_test_predictions
 
 __all__ = ["check_mean_pool", "check_head_loss", "check_best_setting", "check_paired_counts",
            "shipped_test_predictions"]  # fmt: skip
+
+# The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
+# an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
+REFERENCES = {
+    "12.1": (
+        "course_lib.models.classifier.mean_pool",
+        "course_lib.models.classifier.segment_mean_pool",
+    ),
+    "12.2": (),
+    "12.3": (),
+    "12.4": (),
+}
 
 
 def _padded_batch(rng: np.random.Generator):
@@ -132,21 +145,6 @@ def _check_large_scores(ex: str, student_fn, seed: int) -> None:
     )
 
 
-def _topic_checkpoint() -> dict:
-    """Lecture 12's checkpoint as saved by ``tools/fine_tune_minilm.py`` (``weights_only``)."""
-    import torch
-
-    from ..configs import current_names
-    from ..pretrained import TOPIC_CLASSIFIER_FILE
-
-    return current_names(torch.load(TOPIC_CLASSIFIER_FILE, map_location="cpu", weights_only=True))
-
-
-def shipped_sweep() -> list[dict]:
-    """The learning-rate sweep stored in lecture 12's checkpoint (lr, epoch, validation, loss)."""
-    return [dict(r) for r in _topic_checkpoint()["sweep"]]
-
-
 def _random_sweep(rng: np.random.Generator) -> list[dict]:
     rows = []
     for lr in (1e-5, 3e-5, 1e-4, 3e-4):
@@ -196,16 +194,6 @@ def check_best_setting(student_fn, *, seed: int = 0) -> None:
         f"another row reaches {best:.3f}.",
         hint,
     )
-
-
-def shipped_test_predictions() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(labels, budget, all)``: lecture 12's test labels and the test predictions of its two
-    fine-tuned checkpoints (on 384 labelled sentences, on all 3,322), as the script saved them."""
-    from ..data.docstrings import load_topic_sentences
-
-    preds = _topic_checkpoint()["test_predictions"]
-    _, labels = load_topic_sentences("test")
-    return labels, preds["budget"].numpy().astype(np.int64), preds["all"].numpy().astype(np.int64)
 
 
 def check_paired_counts(student_fn, *, seed: int = 0) -> None:

@@ -16,6 +16,15 @@ from . import Built, ExerciseError, call_student, check_array, hidden_rng, passe
 
 __all__ = ["check_rotate_pairs", "check_rms_norm", "check_repeat_kv_heads", "check_cache_values"]
 
+# The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
+# an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
+REFERENCES = {
+    "13.1": ("course_lib.rope.rope", "course_lib.nn.rope.rotate", "course_lib.nn.rope.rope_qk"),
+    "13.2": ("course_lib.rmsnorm.rms_norm", "course_lib.nn.norms.RMSNorm"),
+    "13.3": ("course_lib.grouped_query.repeat_kv",),
+    "13.4": ("course_lib.grouped_query.kv_cache_bytes",),
+}
+
 
 def _as_array(ex: str, got, what: str, shape: tuple[int, ...]) -> np.ndarray:
     try:
@@ -171,14 +180,6 @@ def check_repeat_kv_heads(student_fn, *, seed: int = 0) -> None:
 _EXERCISE_MODEL = {"vocab_size": 50, "d_model": 32, "num_heads": 8, "num_layers": 3, "d_ff": 48}
 
 
-def exercise_model(**config: int) -> object:
-    """``ModernLM(ModernConfig(**config))``: the recipe :class:`Built` sends to the student's
-    process (plain keyword arguments in, the model out)."""
-    from .. import ModernConfig, ModernLM
-
-    return ModernLM(ModernConfig(**config))
-
-
 def _hidden_models(seed: int) -> list[dict]:
     """ModernLM configurations: the exercise's (seed 0) or hidden ones (other sizes)."""
     if seed == 0:
@@ -207,7 +208,7 @@ def check_cache_values(student_fn, *, seed: int = 0) -> None:
     rng = np.random.default_rng([13, 4, seed])
     for config in _hidden_models(seed):
         seq_len, batch = int(rng.integers(5, 40)), int(rng.integers(1, 4))
-        model = Built("course_lib.checks.lecture13:exercise_model", **config)
+        model = Built("course_lib.checks.given_torch:exercise_model", **config)
         got = call_student(ex, student_fn, model, seq_len, batch)
         layers, heads, kv_heads = config["num_layers"], config["num_heads"], config["num_kv_heads"]
         head_dim = config["d_model"] // heads

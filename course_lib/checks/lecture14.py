@@ -25,6 +25,15 @@ from . import ExerciseError, call_student, check_mistakes, passed
 
 __all__ = ["check_response_mask", "check_lora_forward", "check_dpo_losses", "check_accuracy"]
 
+# The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
+# an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
+REFERENCES = {
+    "14.1": ("course_lib.data.chat.render_chat",),
+    "14.2": ("course_lib.models.lora.LoRALinear", "course_lib.models.lora.apply_lora"),
+    "14.3": ("course_lib.models.dpo.dpo_loss",),
+    "14.4": (),
+}
+
 _USER, _ASSISTANT, _END = 512, 513, 514
 
 

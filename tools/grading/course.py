@@ -12,7 +12,7 @@ import importlib
 import json
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.make_exercises import CODE_STUB, MARKDOWN_STUB
@@ -37,6 +37,9 @@ class Template:
     cells: list[Cell]
     checks: dict[str, Check]  # exercise id -> check
     problem: str | None = None  # why the grader refuses this template (a check it cannot grade)
+    imported_checks: dict[str, str] = field(
+        default_factory=dict
+    )  # name -> course_lib.checks module
 
     @property
     def lecture(self) -> str:
@@ -81,7 +84,7 @@ def load_template(path: Path, text: str | None = None) -> Template:
             f"the course's template {path.name} has a check the grader would not grade "
             f"({'; '.join(untagged)}, without an exercise-N.k tag): tell the instructor"
         )
-    return Template(path.stem, cells, checks, problem)
+    return Template(path.stem, cells, checks, problem, imports)
 
 
 def calls_a_check(source: str, imports: dict[str, str] | None = None) -> str | None:
@@ -131,11 +134,7 @@ class Course:
     ):
         official = _official(exercises) + (_official(quizzes) if quizzes else [])
         self.templates = {p.stem: load_template(p, text) for p, text in official}
-        self.library = {
-            str(p.relative_to(library.parent)): p.read_bytes()
-            for p in sorted(library.rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts
-        }
+        self.library = sandbox_library(library, self.templates.values())
         tools = Path(__file__).parents[1]  # tools/, beside this package
         self.kernel_files = {
             name: (tools / name).read_bytes() for name in ("grade_kernel.py", "grade_sandbox.py")
@@ -167,6 +166,64 @@ class Course:
                 f"file name says lecture {m.group(1)}"
             )
         return None
+
+
+# What the sandbox's copy of course_lib holds of course_lib/checks/: the modules of what notebooks are
+# given (inputs, shipped data, Built factories); every other module of the package is a stub.
+GIVEN = ("given.py", "given_torch.py")
+_STUB = '''"""A stub: in the grader's sandbox the checks are not here. They run in the grader's process,
+which calls the functions the notebook defines (tools/grade.py)."""
+{imports}
+
+def _checked_by_the_grader(*args, **kwargs):
+    raise RuntimeError("the checks run in the grader's process, not in the notebook's")
+
+{names}
+'''
+
+
+def sandbox_library(library: Path, templates) -> dict[str, bytes]:
+    """The files of the private copy of ``course_lib`` the sandbox gets: the library without its
+    checks (each ``course_lib/checks`` module but :data:`GIVEN` is a stub that defines the names
+    the templates import from it, check functions that only raise) and without the quizzes'
+    answer keys (``course_lib/quizzes/``). So no check function, mistake table or hidden-input
+    rule is in the student's process, and no check hands over a reference (``check.__globals__``).
+    """
+    files: dict[str, bytes] = {}
+    for p in sorted(library.rglob("*")):
+        if not p.is_file() or "__pycache__" in p.parts:
+            continue
+        parts = p.relative_to(library).parts
+        if parts[0] == "quizzes" or (parts[0] == "checks" and parts[-1] not in GIVEN):
+            continue
+        files[str(p.relative_to(library.parent))] = p.read_bytes()
+    wanted: dict[str, set[str]] = {}
+    for t in templates:
+        for name, module in t.imported_checks.items():
+            wanted.setdefault(module, set()).add(name)
+    given = {m: _public_names(library / "checks" / f"{m}.py") for m in ("given", "given_torch")}
+    for p in sorted((library / "checks").glob("*.py")):
+        if p.name in GIVEN:
+            continue
+        module = f"{library.name}.checks" + ("" if p.stem == "__init__" else f".{p.stem}")
+        names = sorted(wanted.get(module, ()))
+        imports = [f"from {library.name}.checks.{m} import {n}" for n in names
+                   for m, public in given.items() if n in public]  # fmt: skip
+        stubbed = [n for n in names if not any(n in public for public in given.values())]
+        text = _STUB.format(imports="\n".join(imports),
+                            names="".join(f"{n} = _checked_by_the_grader\n" for n in stubbed))  # fmt: skip
+        files[str(p.relative_to(library.parent))] = text.encode()
+    return files
+
+
+def _public_names(path: Path) -> set[str]:
+    """The names a module lists in ``__all__`` (read from its source, never imported)."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            return set(ast.literal_eval(node.value))
+    return set()
 
 
 def _course() -> Course:

@@ -4,7 +4,6 @@ step per exercise (computed in the grader, never run in the sandbox).
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass
 
 from .course import Template
@@ -61,22 +60,3 @@ def plan(cells: list[Cell], template: Template) -> list[Step]:
     out = [s for _, s in steps if s is not None]
     last = max((k for k, s in enumerate(out) if s.kind == "check"), default=-1)
     return out[: last + 1]  # nothing after the last check can change a verdict
-
-
-def imports_course_lib(source: str) -> bool:
-    """Does this code import course_lib (statement, __import__ or importlib)?"""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return "course_lib" in source
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(
-            a.name.split(".")[0] == "course_lib" for a in node.names
-        ):
-            return True
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "course_lib":
-            return True
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if node.value.split(".")[0] == "course_lib":
-                return True
-    return False

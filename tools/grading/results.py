@@ -16,7 +16,8 @@ class Result:
     lecture: str | None
     exercises: dict[str, tuple[bool, str]] = field(default_factory=dict)  # id -> (ok, reason)
     error: str | None = None  # the notebook could not be graded at all
-    uses_course_lib: list[str] = field(default_factory=list)  # exercises whose answer imports it
+    uses_course_lib: list[str] = field(default_factory=list)  # exercises flagged (reach.py)
+    course_lib: dict[str, list[str]] = field(default_factory=dict)  # exercise -> why flagged
     notes: list[str] = field(default_factory=list)
     warning: str | None = None  # graded, but e.g. the file name names another lecture
     seconds: float = 0.0
@@ -80,8 +81,9 @@ def print_summary(r: Result) -> None:
         print(f"  {'✅' if ok else '❌'} {label(ex).capitalize()}" + ("" if ok else ":"))
         if not ok:
             print("     " + clean(why, keep_newlines=True).replace("\n", "\n     "))
-    if r.uses_course_lib:
-        print(f"  ⚠️  imports course_lib in the answer to {', '.join(r.uses_course_lib)}")
+    for ex in r.uses_course_lib:
+        why = "; ".join(r.course_lib.get(ex, []))
+        print(f"  ⚠️  {label(ex).capitalize()} uses the course's reference: {clean(why)}")
     passed = sum(ok for ok, _ in r.exercises.values())
     what = "items" if all(e.startswith("Q") for e in r.exercises) else "exercises"
     print(f"  {passed}/{len(r.exercises)} {what} passed")
@@ -92,7 +94,8 @@ def write_csv(results: list[Result], out: Path) -> None:
     with out.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["notebook", "lecture", *[label(e) for e in ids], "passed", "total",
-                    "error", "warning", "uses course_lib", "reasons", "seconds"])  # fmt: skip
+                    "error", "warning", "uses course_lib", "course_lib evidence", "reasons",
+                    "seconds"])  # fmt: skip
         for r in results:
             cells = [
                 ("" if e not in r.exercises else "pass" if r.exercises[e][0] else "fail")
@@ -107,4 +110,6 @@ def write_csv(results: list[Result], out: Path) -> None:
                         sum(ok for ok, _ in r.exercises.values()), len(r.exercises),
                         clean(" ".join((r.error or "").split())),
                         clean(" ".join((r.warning or "").split())), " ".join(r.uses_course_lib),
+                        clean("; ".join(f"{e}: {', '.join(r.course_lib.get(e, []))}"
+                                        for e in r.uses_course_lib))[:1000],
                         reasons, r.seconds])  # fmt: skip

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from .course import Course, _course
 from .notebook import NotGradable, parse_notebook
-from .plan import imports_course_lib, plan
+from .plan import plan
+from .reach import evidence
 from .results import Result, _order, _result_from
 from .sandbox import DEFAULT_DISK_MB, DEFAULT_MAX_PROCESSES, Aborted, Kernel, sandbox_available
 from .verdict import run_check
@@ -74,26 +75,27 @@ def grade(
         clock = now
 
     last_error: dict | None = None
-    flagged: set[str] = set()
-    pending_flag = False
+    sources: list[str] = []  # the student's cells since the previous check
     try:
         kernel.request({"op": "ping"})
         lap("start-up")
         for step in steps:
             if step.kind == "run":
-                if step.student and imports_course_lib(step.source):
-                    pending_flag = True
-                reply = kernel.request({"op": "run", "code": step.source})
+                if step.student:
+                    sources.append(step.source)
+                reply = kernel.request({"op": "run", "code": step.source, "watch": step.student})
                 if step.student:
                     last_error = (
                         reply.get("error") if isinstance(reply.get("error"), dict) else None
                     )
                 lap("imports" if not step.student and _imports(step.source) else "cells")
                 continue
-            if pending_flag:
-                flagged.add(step.exercise)
-                pending_flag = False
-            ok, why = run_check(kernel, template.checks[step.exercise], seed)
+            check = template.checks[step.exercise]
+            ok, why = run_check(kernel, check, seed)
+            flags = evidence(check, sources, kernel.reached, kernel.tamper)
+            if flags:
+                result.course_lib[step.exercise] = flags
+            sources, kernel.reached[:], kernel.tamper[:] = [], [], []
             if not ok and why.endswith("when the check runs"):
                 if last_error:
                     why += (
@@ -118,7 +120,7 @@ def grade(
         kernel.close()
     for ex in template.checks:  # a check step is planned for every exercise; belt and braces
         result.exercises.setdefault(ex, (False, "the check cell did not run"))
-    result.uses_course_lib = sorted(flagged, key=_order)
+    result.uses_course_lib = sorted(result.course_lib, key=_order)
     result.seconds = round(time.monotonic() - started, 2)
     return result
 

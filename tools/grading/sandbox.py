@@ -91,6 +91,10 @@ class Kernel:
                  max_processes: int = DEFAULT_MAX_PROCESSES, disk_mb: int = DEFAULT_DISK_MB):  # fmt: skip
         self.timeout, self.deadline = timeout, time.monotonic() + timeout
         self.memory_mb, self.group = memory_mb, None
+        # The runtime record of the student's process (grade_kernel.Watch), drained by the grader
+        # after each step: course_lib functions the student's code called, and tampering.
+        self.reached: list[str] = []
+        self.tamper: list[str] = []
         self.tmp = Path(tempfile.mkdtemp(prefix="grade-"))
         box = self.tmp / "box"
         lib, home, work = box / "lib", box / "home", box / "work"
@@ -195,6 +199,10 @@ class Kernel:
             raise Aborted(f"the notebook's process failed: {str(reply['fatal'])[-300:]}")
         if "toolarge" in reply:
             raise Aborted("the answer was too large to send (more than 64 MB)")
+        for key in ("reached", "tamper"):  # the student's process's word: strings, shortened
+            got = reply.get(key)
+            if isinstance(got, list):
+                getattr(self, key).extend(str(x)[:200] for x in got[:500])
         return reply
 
     def _read(self, n: int) -> bytes:

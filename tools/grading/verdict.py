@@ -36,6 +36,7 @@ class StudentFunction(RemoteFunction):
             message = {
                 "op": "call",
                 "trace": trace,
+                "watch": True,
                 "name": self.name,
                 "args": [grade_kernel.encode_argument(a) for a in args],
                 "kwargs": {k: grade_kernel.encode_argument(v) for k, v in kwargs.items()},

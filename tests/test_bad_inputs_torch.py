@@ -131,6 +131,7 @@ LM_TOK = lm.lm_tokenizer(260)
 PT_DATA = pt.PretrainingData(PT_TOK, DOCS, seq_len=16)
 PAIRS = [("a b", "c"), ("b a", "c c")]
 MHA = MultiHeadAttention(8, 2)
+CSA = gpt.CausalSelfAttention(8, 2)
 GQA = MultiHeadAttention(8, 4, 2)
 
 
@@ -172,6 +173,8 @@ NORM = RMSNorm(8)
 MLM_HEAD = mlm_head.MlmHead(8, 20)
 CLASSIFIER = classifier.BertClassifier([], 8, 3)
 SPAN = classifier.SpanHead(8)
+STATES = [torch.ones(2, 8), torch.ones(3, 8)]  # two sentences' vectors (n_i, H)
+FINE_TUNE = {"lr": 1e-3, "head_lr": 1e-3, "epochs": 1, "batch_size": 2}
 ADD_ATT = seq2seq.AdditiveAttention(8, 6, 4)
 M3 = torch.ones(1, 3, dtype=torch.bool)
 LIN = nn.Linear(2, 1)
@@ -181,6 +184,16 @@ X2 = torch.ones(3, 2)
 CASES = [
     # nn.attention, nn.cache: the attention's door (the models check once for all layers)
     (MultiHeadAttention, (6, 4), {}, ValueError, "d_model=6 is not divisible by num_heads=4"),
+    (gpt.CausalSelfAttention, (6, 4), {}, ValueError, "d_model=6 is not divisible by num_heads=4"),
+    (gpt.CausalSelfAttention, (8, 0), {}, ValueError, "num_heads must be >= 1, got 0"),
+    (gpt.CausalSelfAttention, (8, 2), {"dropout": 1.0}, ValueError, "dropout must be a probability in [0, 1), got 1.0"),
+    (CSA.forward, (torch.ones(1, 3, 6),), {}, ValueError, "x must have shape (batch, n, d_model=8), got (1, 3, 6)"),
+    (CSA.forward, (torch.ones(1, 0, 8),), {}, ValueError, "x needs at least one position, got shape (1, 0, 8)"),
+    (CSA.forward, (T3,), {"cache": KVCache()}, TypeError, "cache must be a LayerKVCache or None, got KVCache"),
+    (CSA.forward, (T3,), {"cache": _layer_cache(2, 2, 4)}, ValueError, "this call needs batch=1, kv_heads=2, d_head=4"),
+    (COUNT_LM.forward, (torch.tensor([[3]]),), {}, ValueError, "ids must lie in [0, vocab_size=3), got ids from 3 to 3"),
+    (COUNT_LM.forward, (torch.tensor([0, 1]),), {}, ValueError, "ids must have shape (batch, n) with no empty axis, got (2,)"),
+    (COUNT_LM.forward, ([[0]],), {}, TypeError, "ids must be a torch.long tensor of token ids (batch, n), got list"),
     (MultiHeadAttention, (8, 4, 3), {}, ValueError, "num_kv_heads=3 must divide num_heads=4"),
     (MultiHeadAttention, (8, 2), {"qk_transform": 3}, TypeError, "qk_transform must be callable"),
     (_filled_cache(MODERN_2).check_fits, (1, 1, 1, 4), {}, ValueError,
@@ -334,6 +347,42 @@ CASES = [
     (classifier.SpanHead, (0,), {}, ValueError, "hidden_size must be >= 1, got 0"),
     (classifier.SpanHead, ("8",), {}, TypeError, "hidden_size must be an integer, got str"),
     (classifier.SpanHead, (8.0,), {}, TypeError, "hidden_size must be an integer, got float"),
+    (classifier.top_layer_classifier, (BERT_ENC, 2, 3), {}, ValueError,
+     "top must be at most the encoder's 1 layers, got 2"),
+    (classifier.top_layer_classifier, (BERT_ENC, -1, 3), {}, ValueError, "top must be >= 0, got -1"),
+    (classifier.top_layer_classifier, (None, 1, 3), {}, TypeError,
+     "encoder must be a BertEncoder, got NoneType"),
+    (classifier.classification_loss, (CLASSIFIER, (torch.ones(2, 2, 8), torch.ones(2, 2))), {},
+     TypeError, "batch must be a tuple (hidden, attention_mask, labels), got tuple of 2"),
+    (classifier.classification_loss,
+     (CLASSIFIER, (torch.ones(2, 2, 8), torch.ones(2, 2), torch.tensor([0, 3]))), {}, ValueError,
+     "labels must hold one class id in [0, 3) per sentence of the batch (2), got [0, 3]"),
+    (classifier.classification_loss, (CLASSIFIER, (torch.ones(2, 2, 8), torch.ones(2, 2), [0, 1])),
+     {}, TypeError, "labels must be a torch.Tensor (batch,) of class ids, got list"),
+    (classifier.fine_tune, (CLASSIFIER, STATES, [0], STATES, [0, 1]), FINE_TUNE, ValueError,
+     "labels must hold one class id per sentence (2), got 1"),
+    (classifier.fine_tune, (CLASSIFIER, STATES, [0, 1], STATES, [0, 1]), {**FINE_TUNE, "epochs": 0},
+     ValueError, "epochs must be >= 1, got 0"),
+    (classifier.fine_tune, (CLASSIFIER, STATES, [0, 1], STATES, [0, 1]),
+     {**FINE_TUNE, "batch_size": 4}, ValueError, "batch_size must be at most the 2 sentences, got 4"),
+    (classifier.predict_classes, (CLASSIFIER, []), {}, ValueError,
+     "states must hold at least one sentence's (n_i, H) tensor, got none"),
+    (classifier.predict_classes, (CLASSIFIER, STATES), {"batch_size": 0}, ValueError,
+     "batch_size must be >= 1, got 0"),
+    (classifier.predict_classes, (CLASSIFIER, [torch.ones(8)]), {}, ValueError,
+     "states[0] must have shape (n_i, H), got (8,)"),
+    (classifier.frozen_pass, (lambda t, **kw: {}, BERT_ENC, ["a"]), {"top": 2}, ValueError,
+     "top must be at most the encoder's 1 layers, got 2"),
+    (classifier.frozen_pass, (lambda t, **kw: {}, BERT_ENC, "a sentence"), {}, TypeError,
+     "texts must be a list of str, got the str"),
+    (classifier.frozen_pass, (lambda t, **kw: {}, None, ["a"]), {}, TypeError,
+     "encoder must be a BertEncoder, got NoneType"),
+    (classifier.pad_states, ([],), {}, ValueError,
+     "states must hold at least one sentence's (n_i, H) tensor, got none"),
+    (classifier.pad_states, ([torch.ones(2, 8), torch.ones(2, 4)],), {}, ValueError,
+     "states must all have the same width H, got 8 (states[0]) and 4 (states[1])"),
+    (classifier.pad_states, ([np.ones((2, 8))],), {}, TypeError,
+     "states[0] must be a torch.Tensor (n_i, H), got ndarray"),
     # configs
     (configs.TinyBertConfig, (), {"d_model": 0}, ValueError, "d_model must be >= 1, got 0"),
     (configs.TinyBertConfig, (), {"num_heads": 3}, ValueError, "d_model=64 is not divisible by num_heads=3"),
@@ -785,6 +834,9 @@ CASES = [
     (ins.held_out_instructions, ("unseen_words", 0), {}, ValueError, "per_family must be >= 1"),
     (ins.held_out_instructions, ("unseen_words", 61), {}, ValueError,
      "per_family must be <= 60, got 61"),
+    (ins.validation_instructions, (0,), {}, ValueError, "per_family must be >= 1, got 0"),
+    (ins.validation_instructions, (201,), {}, ValueError, "per_family must be <= 200, got 201"),
+    (ins.validation_instructions, (2.5,), {}, TypeError, "per_family must be an integer, got float"),
     (ins.preference_pair, (("first", 0),), {}, TypeError, "instruction must be an Instruction"),
     (ins.preference_pair, ("What is the first word?",), {}, TypeError,
      "instruction must be an Instruction (make_instruction), got str"),
@@ -822,6 +874,16 @@ CASES = [
      "policy_rejected_logps must be a floating torch.Tensor (pairs,), got list"),
     (dpo.dpo_loss, (torch.zeros(3, 1), torch.zeros(3, 1), torch.zeros(3, 1), torch.zeros(3, 1)),
      {}, ValueError, "policy_chosen_logps must have shape (pairs,)"),
+    (dpo.dpo_nll_loss, (LP, LP, LP, LP, torch.ones(2)), {}, ValueError,
+     "chosen_tokens must have shape (pairs,) like policy_chosen_logps (3,), got (2,)"),
+    (dpo.dpo_nll_loss, (LP, LP, LP, LP, torch.zeros(3)), {}, ValueError,
+     "chosen_tokens must count at least one token, got a total of 0"),
+    (dpo.dpo_nll_loss, (LP, LP, LP, LP, [1, 1, 1]), {}, TypeError,
+     "chosen_tokens must be a torch.Tensor (pairs,), got list"),
+    (dpo.dpo_nll_loss, (LP, LP, LP, LP, torch.ones(3)), {"nll_weight": -1.0}, ValueError,
+     "nll_weight must be a number >= 0, got -1.0"),
+    (dpo.dpo_nll_loss, (LP, LP, LP, LP, torch.ones(3)), {"beta": 0.0}, ValueError,
+     "beta must be a finite number > 0, got 0.0"),
     (assistant.add_chat_tokens, (MODERN_S, 20), {}, TypeError,
      "model must be a course_lib GPT, got ModernLM"),
     (assistant.add_chat_tokens, (gpt.GPT(configs.GPTConfig(11, 8, d_model=8, num_heads=2, num_layers=1)), 11), {},

@@ -42,7 +42,7 @@ from course_lib import GPT, GPTConfig, ModernConfig, ModernLM, lm_loss, seed_eve
 from course_lib._validation import inner_checks_off
 from course_lib.data.language_modeling import evaluate_lm, lm_corpus, random_windows
 from course_lib.models.ngram import bigram_lm, unigram_lm
-from course_lib.nn import FeedForward, MultiHeadAttention, RMSNorm, SwiGLUFeedForward
+from course_lib.nn import FeedForward, RMSNorm, SwiGLUFeedForward
 from course_lib.training import learning_rate_at, train_step
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,7 +103,8 @@ def build(rung: int, d_ff: int, vocab_size: int = VOCAB) -> nn.Module:
     for block in model.blocks:
         block.norm1, block.norm2 = RMSNorm(D), RMSNorm(D)
         if rung >= NO_BIAS:
-            block.attn = MultiHeadAttention(D, HEADS, bias=False)
+            for name in ("w_q", "w_k", "w_v", "w_o"):  # the attention's four maps
+                setattr(block.attn, name, nn.Linear(D, D, bias=False))
             block.ffn = FeedForward(D, d_ff, bias=False, activation="gelu_new")
         if rung >= SWIGLU:
             block.ffn = SwiGLUFeedForward(D, d_ff)

@@ -14,7 +14,6 @@ and attention maps (``transformers``' copy; the tests show the two agree to 1e-5
 
 from __future__ import annotations
 
-import copy
 import functools
 import os
 from pathlib import Path
@@ -181,15 +180,12 @@ def load_topic_classifier(labels: str = "budget"):
     ``weights_only=True``.
     """
     from .configs import current_names
-    from .models.classifier import BertClassifier
+    from .models.classifier import top_layer_classifier
 
     check_choice(labels, "labels", ("budget", "all"))
     _, encoder = load_minilm_encoder()
     ckpt = current_names(torch.load(TOPIC_CLASSIFIER_FILE, map_location="cpu", weights_only=True))
-    top = ckpt["top_layers"]
-    n = encoder.config.num_hidden_layers
-    layers = [copy.deepcopy(encoder.encoder.layers[i]) for i in range(n - top, n)]
-    classifier = BertClassifier(layers, encoder.config.hidden_size, len(ckpt["topics"]))
+    classifier = top_layer_classifier(encoder, ckpt["top_layers"], len(ckpt["topics"]))
     classifier.load_state_dict({k: v.float() for k, v in ckpt["state_dicts"][labels].items()})
     meta = {k: v for k, v in ckpt.items() if k != "state_dicts"}
     return classifier.eval(), meta

@@ -172,6 +172,8 @@ NORM = RMSNorm(8)
 MLM_HEAD = mlm_head.MlmHead(8, 20)
 CLASSIFIER = classifier.BertClassifier([], 8, 3)
 SPAN = classifier.SpanHead(8)
+STATES = [torch.ones(2, 8), torch.ones(3, 8)]  # two sentences' vectors (n_i, H)
+FINE_TUNE = {"lr": 1e-3, "head_lr": 1e-3, "epochs": 1, "batch_size": 2}
 ADD_ATT = seq2seq.AdditiveAttention(8, 6, 4)
 M3 = torch.ones(1, 3, dtype=torch.bool)
 LIN = nn.Linear(2, 1)
@@ -334,6 +336,42 @@ CASES = [
     (classifier.SpanHead, (0,), {}, ValueError, "hidden_size must be >= 1, got 0"),
     (classifier.SpanHead, ("8",), {}, TypeError, "hidden_size must be an integer, got str"),
     (classifier.SpanHead, (8.0,), {}, TypeError, "hidden_size must be an integer, got float"),
+    (classifier.top_layer_classifier, (BERT_ENC, 2, 3), {}, ValueError,
+     "top must be at most the encoder's 1 layers, got 2"),
+    (classifier.top_layer_classifier, (BERT_ENC, -1, 3), {}, ValueError, "top must be >= 0, got -1"),
+    (classifier.top_layer_classifier, (None, 1, 3), {}, TypeError,
+     "encoder must be a BertEncoder, got NoneType"),
+    (classifier.classification_loss, (CLASSIFIER, (torch.ones(2, 2, 8), torch.ones(2, 2))), {},
+     TypeError, "batch must be a tuple (hidden, attention_mask, labels), got tuple of 2"),
+    (classifier.classification_loss,
+     (CLASSIFIER, (torch.ones(2, 2, 8), torch.ones(2, 2), torch.tensor([0, 3]))), {}, ValueError,
+     "labels must hold one class id in [0, 3) per sentence of the batch (2), got [0, 3]"),
+    (classifier.classification_loss, (CLASSIFIER, (torch.ones(2, 2, 8), torch.ones(2, 2), [0, 1])),
+     {}, TypeError, "labels must be a torch.Tensor (batch,) of class ids, got list"),
+    (classifier.fine_tune, (CLASSIFIER, STATES, [0], STATES, [0, 1]), FINE_TUNE, ValueError,
+     "labels must hold one class id per sentence (2), got 1"),
+    (classifier.fine_tune, (CLASSIFIER, STATES, [0, 1], STATES, [0, 1]), {**FINE_TUNE, "epochs": 0},
+     ValueError, "epochs must be >= 1, got 0"),
+    (classifier.fine_tune, (CLASSIFIER, STATES, [0, 1], STATES, [0, 1]),
+     {**FINE_TUNE, "batch_size": 4}, ValueError, "batch_size must be at most the 2 sentences, got 4"),
+    (classifier.predict_classes, (CLASSIFIER, []), {}, ValueError,
+     "states must hold at least one sentence's (n_i, H) tensor, got none"),
+    (classifier.predict_classes, (CLASSIFIER, STATES), {"batch_size": 0}, ValueError,
+     "batch_size must be >= 1, got 0"),
+    (classifier.predict_classes, (CLASSIFIER, [torch.ones(8)]), {}, ValueError,
+     "states[0] must have shape (n_i, H), got (8,)"),
+    (classifier.frozen_pass, (lambda t, **kw: {}, BERT_ENC, ["a"]), {"top": 2}, ValueError,
+     "top must be at most the encoder's 1 layers, got 2"),
+    (classifier.frozen_pass, (lambda t, **kw: {}, BERT_ENC, "a sentence"), {}, TypeError,
+     "texts must be a list of str, got the str"),
+    (classifier.frozen_pass, (lambda t, **kw: {}, None, ["a"]), {}, TypeError,
+     "encoder must be a BertEncoder, got NoneType"),
+    (classifier.pad_states, ([],), {}, ValueError,
+     "states must hold at least one sentence's (n_i, H) tensor, got none"),
+    (classifier.pad_states, ([torch.ones(2, 8), torch.ones(2, 4)],), {}, ValueError,
+     "states must all have the same width H, got 8 (states[0]) and 4 (states[1])"),
+    (classifier.pad_states, ([np.ones((2, 8))],), {}, TypeError,
+     "states[0] must be a torch.Tensor (n_i, H), got ndarray"),
     # configs
     (configs.TinyBertConfig, (), {"d_model": 0}, ValueError, "d_model must be >= 1, got 0"),
     (configs.TinyBertConfig, (), {"num_heads": 3}, ValueError, "d_model=64 is not divisible by num_heads=3"),

@@ -1,5 +1,7 @@
 """Lecture 12's data and fine-tuning helpers, against independent references."""
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -198,3 +200,178 @@ def test_shipped_training_features_are_the_encoders_mean_vectors():
     out, mask = _minilm_outputs([texts[i] for i in rows])
     live = mean_pool(out.last_hidden_state, mask)
     assert torch.allclose(live, feats[rows], atol=5e-3)
+
+
+def test_pad_states_pads_with_zeros_and_marks_the_real_tokens():
+    from course_lib.models.classifier import pad_states
+
+    a, b = torch.ones(3, 2), 2 * torch.ones(1, 2)
+    hidden, mask = pad_states([a, b])
+    assert hidden.shape == (2, 3, 2) and mask.tolist() == [[1, 1, 1], [1, 0, 0]]
+    assert torch.equal(hidden[0], a) and torch.equal(hidden[1, 0], b[0])
+    assert torch.equal(hidden[1, 1:], torch.zeros(2, 2))
+    with pytest.raises(ValueError, match="states"):
+        pad_states([])
+
+
+def test_classification_loss_is_the_mean_negative_log_probability_of_the_label():
+    from course_lib.models.classifier import classification_loss
+
+    torch.manual_seed(0)
+    head = BertClassifier([], 8, 3).eval()
+    hidden, mask, labels = (
+        torch.randn(4, 5, 8),
+        torch.ones(4, 5, dtype=torch.long),
+        torch.tensor([0, 2, 1, 2]),
+    )
+    scores = head(hidden, mask)
+    by_hand = -np.mean([np.log(np.exp(s) / np.exp(s).sum())[y] for s, y in
+                        zip(scores.detach().numpy().astype(float), labels.tolist(), strict=True)])  # fmt: skip
+    got = classification_loss(head, (hidden, mask, labels))
+    assert abs(got.item() - by_hand) < 1e-5
+
+
+def test_frozen_pass_equals_one_sentence_at_a_time_in_the_order_given():
+    """frozen_pass batches by length; each result must be the sentence's own, unbatched one."""
+    from course_lib.models.classifier import frozen_pass
+    from course_lib.pretrained import load_minilm_encoder
+
+    tokenizer, encoder = load_minilm_encoder()
+    texts = ["Return the number of items in the queue, which may be long.", "Open it.",
+             "Close the socket.", "A much longer sentence about decimal rounding and context."]  # fmt: skip
+    got = frozen_pass(tokenizer, encoder, texts, max_length=64, top=1)
+    for i, text in enumerate(texts):
+        enc = tokenizer(text, return_tensors="pt")
+        with torch.no_grad():
+            out = encoder(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"])
+        assert np.allclose(got["cls"][i], out.last_hidden_state[0, 0].numpy(), atol=1e-5)
+        assert np.allclose(got["mean"][i], out.last_hidden_state[0].mean(0).numpy(), atol=1e-5)
+        assert torch.allclose(got["below_top"][i], out.hidden_states[-2][0], atol=1e-5)
+    with pytest.raises(ValueError, match="top"):
+        frozen_pass(tokenizer, encoder, texts, top=7)
+
+
+def test_random_init_control_row_is_its_shipped_predictions_and_its_first_steps_rerun():
+    """The table's random-init row: its accuracy and interval are those of the shipped test
+    predictions, and the script's stage, rerun for its first steps, gives the same losses."""
+    from course_lib.pretrained import load_minilm_encoder, load_topic_classifier
+    from tools.fine_tune_minilm import (
+        BUDGET,
+        RANDOM_INIT,
+        VALIDATION,
+        fine_tune_full,
+        random_encoder,
+    )
+
+    _, meta = load_topic_classifier()
+    row = meta["table"][RANDOM_INIT]
+    _, y = load_topic_sentences("test")
+    stored = meta["test_predictions"]["random_init"].numpy()
+    assert stored.shape == y.shape
+    assert np.allclose(row["test"], accuracy_ci(stored == y))
+    assert row["lr"] in meta["training"]["random_lrs"]
+    assert max(r["validation"] for r in row["sweep"]) == row["validation"]  # chosen on validation
+    tokenizer, encoder = load_minilm_encoder()
+    budget = load_topic_sentences("train", per_topic=BUDGET)
+    val = load_topic_sentences("validation", per_topic=VALIDATION)
+    n = len(row["first_losses"])
+    got = fine_tune_full(tokenizer, lambda: random_encoder(encoder.config), None, budget, val,
+                         None, meta["training"]["random_lrs"], None,
+                         meta["training"]["random_epochs"], meta["training"]["batch_size"],
+                         first_steps=n, stop=True)  # fmt: skip
+    assert n == 3 and np.allclose(got["first_losses"], row["first_losses"], rtol=1e-4)
+
+
+def test_top_layer_classifier_continues_minilm_from_the_layer_below_the_top():
+    """Run on layer 5's output, its copied top layer and pooler give MiniLM's own last layer
+    and pooled vector; only the last linear map is new."""
+    from course_lib.models.classifier import top_layer_classifier
+    from course_lib.pretrained import load_minilm_encoder
+
+    _, encoder = load_minilm_encoder()
+    out, mask = _minilm_outputs(["Open the file.", "Return a rotated copy of the number."])
+    torch.manual_seed(0)
+    model = top_layer_classifier(encoder, 1, 6).eval()
+    hidden = out.hidden_states[-2]
+    keys = mask.bool()[:, None, :]
+    with torch.no_grad():
+        last = model.layers[0](hidden, keys)
+        scores = model(hidden, mask)
+    real = mask.bool()
+    assert torch.allclose(last[real], out.last_hidden_state[real], atol=1e-5)
+    assert torch.allclose(torch.tanh(model.pooler(last[:, 0])), out.pooler_output, atol=1e-5)
+    ref = out.pooler_output @ model.classifier.weight.T + model.classifier.bias
+    assert torch.allclose(scores, ref, atol=1e-5)
+    assert model.layers[0] is not encoder.encoder.layers[-1]  # a copy: training leaves MiniLM be
+    with pytest.raises(ValueError, match="top"):
+        top_layer_classifier(encoder, 7, 6)
+
+
+def test_predict_classes_equals_one_sentence_at_a_time():
+    from course_lib.models.classifier import predict_classes
+
+    torch.manual_seed(0)
+    model = BertClassifier([], 8, 3)
+    states = [torch.randn(n, 8) for n in (3, 1, 5, 2, 4)]
+    got = predict_classes(model, states, batch_size=2)
+    with torch.no_grad():
+        one_by_one = [int(model(s[None], torch.ones(1, len(s))).argmax()) for s in states]
+    assert got.tolist() == one_by_one and not model.training
+
+
+def test_fine_tune_one_step_is_adamw_on_the_cross_entropy_with_two_rates():
+    """One epoch of one batch (no warm-up, the full rate at step 0) by hand with torch's AdamW."""
+    from course_lib.models.classifier import fine_tune
+
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(4, 4)  # stands in for an encoder layer: (hidden, keys) -> hidden
+
+    class Layer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = layer
+
+        def forward(self, hidden, keys):
+            return hidden + self.lin(hidden)
+
+    model = BertClassifier([Layer()], 4, 3, dropout=0.0)
+    ref = copy.deepcopy(model)
+    states = [torch.randn(n, 4) for n in (2, 3, 1, 2)]
+    labels = np.array([0, 2, 1, 2])
+    log = fine_tune(model, states, labels, states, labels, lr=0.1, head_lr=0.5, epochs=1,
+                    batch_size=4, seed=3)  # fmt: skip
+    idx = np.random.default_rng(3).permutation(4)
+    n = max(len(states[i]) for i in idx)
+    hidden = torch.zeros(4, n, 4)
+    mask = torch.zeros(4, n, dtype=torch.long)
+    for j, i in enumerate(idx):
+        hidden[j, : len(states[i])], mask[j, : len(states[i])] = states[i], 1
+    opt = torch.optim.AdamW(
+        [{"params": ref.layers.parameters(), "lr": 0.1},
+         {"params": [*ref.pooler.parameters(), *ref.classifier.parameters()], "lr": 0.5}],
+        weight_decay=0.01,
+    )  # fmt: skip
+    scores = ref(hidden, mask)
+    loss = -scores.log_softmax(-1)[torch.arange(4), torch.from_numpy(labels[idx])].mean()
+    loss.backward()
+    opt.step()
+    assert np.isclose(log["losses"][0], loss.item(), rtol=1e-6)
+    for (name, p), q in zip(model.named_parameters(), ref.parameters(), strict=True):
+        assert torch.allclose(p, q, atol=1e-6), name
+    assert len(log["validation"]) == 1
+
+
+def test_fine_tune_keep_best_ends_with_the_best_validation_epoch():
+    from course_lib.models.classifier import fine_tune, predict_classes
+
+    torch.manual_seed(0)
+    model = BertClassifier([], 4, 2, dropout=0.0)
+    states = [torch.randn(2, 4) for _ in range(32)]
+    labels = np.array([int(s[0, 0] > 0) for s in states])
+    log = fine_tune(model, states, labels, states[:8], labels[:8], lr=1e-2, head_lr=1e-2,
+                    epochs=5, batch_size=8, keep_best=True)  # fmt: skip
+    best = max(log["validation"])
+    assert (predict_classes(model, states[:8]) == labels[:8]).mean() == best
+    with pytest.raises(ValueError, match="batch_size"):
+        fine_tune(model, states, labels, states, labels, lr=1e-2, head_lr=1e-2, epochs=1,
+                  batch_size=64)  # fmt: skip

@@ -13,10 +13,12 @@ sentence pairs, :func:`segment_mean_pool` averages each segment of one joint pas
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .._validation import (
@@ -28,12 +30,20 @@ from .._validation import (
     check_positive_number,
     check_shape,
     check_tensor,
+    check_type,
 )
+from .bert_encoder import BertEncoder
 
 __all__ = [
     "mean_pool",
     "segment_mean_pool",
     "BertClassifier",
+    "top_layer_classifier",
+    "classification_loss",
+    "fine_tune",
+    "predict_classes",
+    "frozen_pass",
+    "pad_states",
     "accuracy_ci",
     "confusion_matrix",
     "encode_sentences",
@@ -121,6 +131,167 @@ class BertClassifier(nn.Module):
             hidden = layer(hidden, keys)
         pooled = torch.tanh(self.pooler(hidden[:, 0]))  # (batch, H): the [CLS] vector
         return self.classifier(self.dropout(pooled))  # (batch, C)
+
+
+def classification_loss(model: nn.Module, batch) -> torch.Tensor:
+    """Cross-entropy of a classifier's scores: the ``loss_fn`` that
+    :func:`course_lib.training.train_step` takes, ``batch = (hidden, attention_mask, labels)``."""
+    if not isinstance(batch, tuple | list) or len(batch) != 3:
+        raise TypeError(
+            f"batch must be a tuple (hidden, attention_mask, labels), got {type(batch).__name__}"
+            + (f" of {len(batch)}" if isinstance(batch, tuple | list) else "")
+        )
+    hidden, attention_mask, labels = batch
+    check_tensor(labels, "labels", 1, "(batch,) of class ids")
+    scores = model(hidden, attention_mask)  # (batch, C)
+    if len(labels) != len(scores) or labels.min() < 0 or labels.max() >= scores.shape[-1]:
+        raise ValueError(
+            f"labels must hold one class id in [0, {scores.shape[-1]}) per sentence of the batch "
+            f"({len(scores)}), got {labels.tolist()[:8]}"
+        )
+    return F.cross_entropy(scores, labels)  # mean over the batch of -log softmax(scores)[label]
+
+
+def pad_states(states) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(hidden (b, n, H), attention_mask (b, n))`` from ``b`` sentences' vectors ``(n_i, H)``.
+
+    Each sentence is padded with zero vectors to the longest one, ``n``; the mask is 1 at its
+    ``n_i`` real tokens.
+    """
+    rows = list(states)
+    if not rows:
+        raise ValueError("states must hold at least one sentence's (n_i, H) tensor, got none")
+    for i, r in enumerate(rows):
+        check_tensor(r, f"states[{i}]", 2, "(n_i, H)")
+        if r.shape[-1] != rows[0].shape[-1]:
+            raise ValueError(
+                f"states must all have the same width H, got {rows[0].shape[-1]} (states[0]) "
+                f"and {r.shape[-1]} (states[{i}])"
+            )
+    n = max(len(r) for r in rows)
+    hidden = rows[0].new_zeros(len(rows), n, rows[0].shape[-1])
+    mask = torch.zeros(len(rows), n, dtype=torch.long)
+    for j, r in enumerate(rows):
+        hidden[j, : len(r)] = r
+        mask[j, : len(r)] = 1
+    return hidden, mask
+
+
+def top_layer_classifier(encoder, top: int, num_classes: int) -> BertClassifier:
+    """A :class:`BertClassifier` holding copies of ``encoder``'s top ``top`` layers and its
+    pooler; only the last linear map (``classifier``) is new, with random weights."""
+    n = check_type(encoder, "encoder", BertEncoder).config.num_hidden_layers
+    top = check_positive_int(top, "top", allow_zero=True)
+    if top > n:
+        raise ValueError(f"top must be at most the encoder's {n} layers, got {top}")
+    layers = [copy.deepcopy(encoder.encoder.layers[i]) for i in range(n - top, n)]
+    model = BertClassifier(layers, encoder.config.hidden_size, num_classes)
+    with torch.no_grad():
+        model.pooler.load_state_dict(encoder.pooler.state_dict())  # pretrained, like the layers
+    return model
+
+
+@torch.no_grad()
+def predict_classes(model: nn.Module, states, batch_size: int = 64) -> np.ndarray:
+    """Class ids ``(N,)`` that ``model`` (eval mode) gives ``N`` sentences' vectors ``(n_i, H)``.
+
+    Sentences of similar length are batched together (less padding); the ids come back in the
+    order of ``states``.
+    """
+    if not len(states):
+        raise ValueError("states must hold at least one sentence's (n_i, H) tensor, got none")
+    model.eval()
+    by_length = np.argsort([len(s) for s in states], kind="stable")
+    ids = []
+    for start in range(0, len(states), check_positive_int(batch_size, "batch_size")):
+        hidden, mask = pad_states([states[i] for i in by_length[start : start + batch_size]])
+        ids.append(model(hidden, mask).argmax(-1))
+    out = np.empty(len(states), dtype=np.int64)
+    out[by_length] = torch.cat(ids).numpy()  # back to the order of states
+    return out
+
+
+def fine_tune(model: BertClassifier, states, labels, val_states, val_labels, *, lr: float,
+              head_lr: float, epochs: int, batch_size: int = 16, seed: int = 0,
+              keep_best: bool = False) -> dict:  # fmt: skip
+    """Fine-tune ``model``'s layers and head on ``N`` sentences' cached vectors ``(n_i, H)``.
+
+    AdamW (weight decay 0.01) with two learning rates: ``lr`` for the layers, ``head_lr`` for
+    the pooler and the linear map; each warms up over the first tenth of the steps, then decays
+    linearly to 0. Each epoch visits the sentences in a new random order (``seed``) in batches of
+    ``batch_size`` (a last, smaller batch is dropped), then measures the accuracy on the
+    validation sentences. Returns ``{"losses": every step's loss, "validation": the accuracy
+    after each epoch}``; with ``keep_best`` the model ends with the weights of the epoch of best
+    validation accuracy (the first, on a tie). Dropout draws from torch's generator: seed it
+    (:func:`course_lib.seed_everything`) before building the model to repeat a run exactly.
+    """
+    from ..training import learning_rate_at, train_step
+
+    labels = torch.as_tensor(labels)
+    for name, ids, rows in (("labels", labels, states), ("val_labels", val_labels, val_states)):
+        if len(ids) != len(rows):
+            raise ValueError(
+                f"{name} must hold one class id per sentence ({len(rows)}), got {len(ids)}"
+            )
+    steps_per_epoch = len(states) // check_positive_int(batch_size, "batch_size")
+    total = steps_per_epoch * check_positive_int(epochs, "epochs")
+    if total == 0:
+        raise ValueError(
+            f"batch_size must be at most the {len(states)} sentences, got {batch_size}"
+        )
+    opt = torch.optim.AdamW(
+        [{"params": model.layers.parameters()},
+         {"params": [*model.pooler.parameters(), *model.classifier.parameters()]}],
+        lr=lr, weight_decay=0.01,
+    )  # fmt: skip
+    order = np.random.default_rng(seed)
+    log, best, step = {"losses": [], "validation": []}, None, 0
+    for _ in range(epochs):
+        perm = order.permutation(len(states))
+        model.train()
+        for k in range(steps_per_epoch):
+            idx = perm[k * batch_size : (k + 1) * batch_size]
+            for group, peak in zip(opt.param_groups, (lr, head_lr), strict=True):
+                group["lr"] = learning_rate_at(step, total, peak, warmup=total // 10)
+            hidden, mask = pad_states([states[i] for i in idx])  # (batch, n, H), (batch, n)
+            batch = (hidden, mask, labels[idx])
+            loss = train_step(model, opt, classification_loss, batch, clip_grad=None, step=step)
+            log["losses"].append(loss)
+            step += 1
+        accuracy = float((predict_classes(model, val_states) == val_labels).mean())
+        log["validation"].append(accuracy)
+        if keep_best and (best is None or accuracy > best[0]):
+            best = (accuracy, copy.deepcopy(model.state_dict()))
+    if keep_best:
+        model.load_state_dict(best[1])
+    return log
+
+
+@torch.no_grad()
+def frozen_pass(tokenizer, encoder, texts, max_length: int = 64, top: int = 1) -> dict:
+    """One pass of a frozen encoder over ``texts``; every result is in the order of ``texts``.
+
+    Returns ``{"cls": (N, H), "mean": (N, H), "below_top": [N tensors (n_i, H)]}``: the last
+    layer's ``[CLS]`` vector and mean of the real tokens' vectors (numpy arrays), and the output
+    of the layer below the top ``top`` layers for each sentence's real tokens (what
+    :class:`BertClassifier` fine-tunes on). Sentences are batched by length to save work on
+    padding; the batching is undone here.
+    """
+    n_layers = check_type(encoder, "encoder", BertEncoder).config.num_hidden_layers
+    top = check_positive_int(top, "top", allow_zero=True)
+    if top > n_layers:
+        raise ValueError(f"top must be at most the encoder's {n_layers} layers, got {top}")
+    order, batches = encode_sentences(tokenizer, texts, max_length)
+    cls, mean, below = [], [], []
+    for b in batches:
+        out = encoder(b["input_ids"], b["token_type_ids"], b["attention_mask"])
+        cls.append(out.last_hidden_state[:, 0])  # (b, H)
+        mean.append(mean_pool(out.last_hidden_state, b["attention_mask"]))  # (b, H)
+        states = out.hidden_states[n_layers - top]  # (b, n, H): the input of the top layers
+        below += [states[j, : int(m.sum())].clone() for j, m in enumerate(b["attention_mask"])]
+    back = np.argsort(order)  # row k of the batches is text order[k]
+    return {"cls": torch.cat(cls).numpy()[back], "mean": torch.cat(mean).numpy()[back],
+            "below_top": [below[k] for k in back]}  # fmt: skip
 
 
 class SpanHead(nn.Module):

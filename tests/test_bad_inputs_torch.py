@@ -131,6 +131,7 @@ LM_TOK = lm.lm_tokenizer(260)
 PT_DATA = pt.PretrainingData(PT_TOK, DOCS, seq_len=16)
 PAIRS = [("a b", "c"), ("b a", "c c")]
 MHA = MultiHeadAttention(8, 2)
+CSA = gpt.CausalSelfAttention(8, 2)
 GQA = MultiHeadAttention(8, 4, 2)
 
 
@@ -183,6 +184,16 @@ X2 = torch.ones(3, 2)
 CASES = [
     # nn.attention, nn.cache: the attention's door (the models check once for all layers)
     (MultiHeadAttention, (6, 4), {}, ValueError, "d_model=6 is not divisible by num_heads=4"),
+    (gpt.CausalSelfAttention, (6, 4), {}, ValueError, "d_model=6 is not divisible by num_heads=4"),
+    (gpt.CausalSelfAttention, (8, 0), {}, ValueError, "num_heads must be >= 1, got 0"),
+    (gpt.CausalSelfAttention, (8, 2), {"dropout": 1.0}, ValueError, "dropout must be a probability in [0, 1), got 1.0"),
+    (CSA.forward, (torch.ones(1, 3, 6),), {}, ValueError, "x must have shape (batch, n, d_model=8), got (1, 3, 6)"),
+    (CSA.forward, (torch.ones(1, 0, 8),), {}, ValueError, "x needs at least one position, got shape (1, 0, 8)"),
+    (CSA.forward, (T3,), {"cache": KVCache()}, TypeError, "cache must be a LayerKVCache or None, got KVCache"),
+    (CSA.forward, (T3,), {"cache": _layer_cache(2, 2, 4)}, ValueError, "this call needs batch=1, kv_heads=2, d_head=4"),
+    (COUNT_LM.forward, (torch.tensor([[3]]),), {}, ValueError, "ids must lie in [0, vocab_size=3), got ids from 3 to 3"),
+    (COUNT_LM.forward, (torch.tensor([0, 1]),), {}, ValueError, "ids must have shape (batch, n) with no empty axis, got (2,)"),
+    (COUNT_LM.forward, ([[0]],), {}, TypeError, "ids must be a torch.long tensor of token ids (batch, n), got list"),
     (MultiHeadAttention, (8, 4, 3), {}, ValueError, "num_kv_heads=3 must divide num_heads=4"),
     (MultiHeadAttention, (8, 2), {"qk_transform": 3}, TypeError, "qk_transform must be callable"),
     (_filled_cache(MODERN_2).check_fits, (1, 1, 1, 4), {}, ValueError,

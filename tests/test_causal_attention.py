@@ -1,11 +1,19 @@
-"""MultiHeadAttention as GPT's and ModernLM's causal self-attention (grouped KV heads, the
-qk_transform hook, the KV cache), against torch's scaled_dot_product_attention."""
+"""Causal self-attention against torch's scaled_dot_product_attention: MultiHeadAttention as
+ModernLM uses it (grouped KV heads, the qk_transform hook, the KV cache) and GPT's
+CausalSelfAttention (the same computation written for one case, with its KV cache)."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from course_lib import KVCache, LayerKVCache, MultiHeadAttention, causal_mask_from, repeat_kv
+from course_lib import (
+    CausalSelfAttention,
+    KVCache,
+    LayerKVCache,
+    MultiHeadAttention,
+    causal_mask_from,
+    repeat_kv,
+)
 
 
 def _reference(attn: MultiHeadAttention, x: torch.Tensor) -> torch.Tensor:
@@ -130,3 +138,48 @@ def test_bad_arguments(kwargs, error, match):
 def test_bad_input_shape():
     with pytest.raises(ValueError, match=r"query must have shape \(batch, n, d_model=8\)"):
         MultiHeadAttention(8, 2)(torch.zeros(2, 3, 6), causal=True)
+
+
+def _gpt_attention(seed: int, d: int = 32, heads: int = 4) -> CausalSelfAttention:
+    torch.manual_seed(seed)
+    attn = CausalSelfAttention(d, heads).eval()
+    with torch.no_grad():  # non-zero biases, so a mix-up of the four maps cannot hide
+        for lin in (attn.w_q, attn.w_k, attn.w_v, attn.w_o):
+            lin.bias.normal_()
+    return attn
+
+
+@pytest.mark.parametrize("heads", [1, 4, 8])
+def test_gpt_causal_self_attention_matches_torch_sdpa_and_multi_head_attention(heads):
+    attn = _gpt_attention(4, heads=heads)
+    general = MultiHeadAttention(32, heads).eval()
+    general.load_state_dict(attn.state_dict())  # the same weights, under the same names
+    x = torch.randn(3, 9, 32)
+    torch.testing.assert_close(attn(x), _reference(general, x), rtol=0, atol=1e-6)
+    torch.testing.assert_close(attn(x), general(x, causal=True), rtol=0, atol=1e-6)
+
+
+def test_gpt_causal_self_attention_cache_equals_torch_sdpa_on_the_full_sequence():
+    attn = _gpt_attention(5)
+    general = MultiHeadAttention(32, 4).eval()
+    general.load_state_dict(attn.state_dict())
+    x = torch.randn(2, 10, 32)
+    cache = LayerKVCache()
+    parts = [attn(x[:, :4], cache), attn(x[:, 4:6], cache)]  # a prompt, then two tokens at once
+    parts += [attn(x[:, t : t + 1], cache) for t in range(6, 10)]  # then one at a time
+    torch.testing.assert_close(torch.cat(parts, 1), _reference(general, x), rtol=0, atol=1e-6)
+    assert cache.keys.shape == (2, 4, 10, 8)
+
+
+def test_gpt_causal_self_attention_bad_inputs():
+    attn = CausalSelfAttention(8, 2)
+    with pytest.raises(ValueError, match=r"x must have shape \(batch, n, d_model=8\)"):
+        attn(torch.zeros(2, 3, 6))
+    with pytest.raises(TypeError, match="cache must be a LayerKVCache or None, got KVCache"):
+        attn(torch.zeros(1, 3, 8), KVCache())
+    with pytest.raises(ValueError, match="this call needs batch=2"):
+        cache = LayerKVCache()
+        attn(torch.zeros(1, 3, 8), cache)
+        attn(torch.zeros(2, 1, 8), cache)
+    with pytest.raises(ValueError, match="not divisible"):
+        CausalSelfAttention(10, 3)

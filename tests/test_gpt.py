@@ -100,6 +100,22 @@ def test_cached_forward_equals_full_forward():
     assert len(cache) == 12
 
 
+def test_cached_forward_equals_transformers_past_key_values():
+    hf = _hf(**CONFIGS[3])
+    ours = from_hf(hf)
+    ids = torch.randint(0, 1000, (2, 16))
+    cache = KVCache()
+    with torch.no_grad():
+        out = hf(ids[:, :9], use_cache=True)  # transformers' own KV cache as the reference
+        theirs = [out.logits]
+        ours_parts = [ours(ids[:, :9], cache)]
+        for t in range(9, 16):
+            out = hf(ids[:, t : t + 1], past_key_values=out.past_key_values, use_cache=True)
+            theirs.append(out.logits)
+            ours_parts.append(ours(ids[:, t : t + 1], cache))
+    torch.testing.assert_close(torch.cat(ours_parts, 1), torch.cat(theirs, 1), rtol=0, atol=1e-5)
+
+
 def test_parameter_count_formula():
     assert gpt_parameter_count() == 124_439_808  # GPT-2 small, by formula
     for cfg in CONFIGS:

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from course_lib import GPT, GPTConfig
+from course_lib import GPT, GPTConfig, generate
 from course_lib.data.language_modeling import (
     END_OF_TEXT,
     bits_per_char,
@@ -120,3 +120,26 @@ def test_known_word_fraction_by_hand():
     assert known_word_fraction(["abc", "def"], ["ABC def"]) == 1.0
     with pytest.raises(ValueError, match="no words"):
         known_word_fraction("123 !!", "abc")
+
+
+def test_count_models_as_language_models_for_generate():
+    ids = torch.tensor([0, 1, 1, 2, 1, 0, 1, 2])
+    big = bigram_lm(ids, 3, beta=2.0)
+    uni = unigram_lm(ids, 3)
+    batch = torch.tensor([[0, 2], [1, 1]])
+    out = big(batch)  # (2, 2, 3): row t is P(next | batch[:, t])
+    assert out.shape == (2, 2, 3)
+    torch.testing.assert_close(out[0, 1], big.next_token_log_probs(2), rtol=0, atol=0)
+    torch.testing.assert_close(uni(batch)[1, 0], uni.next_token_log_probs(), rtol=0, atol=0)
+    # greedy from a bigram: each next token is the argmax of its row, worked out by hand
+    # counts after 0: {1: 2}; after 1: {1: 1, 2: 2, 0: 1}; after 2: {1: 1}
+    assert generate(big, torch.tensor([[0]]), 4, temperature=0).tolist() == [[0, 1, 2, 1, 2]]
+    # sampling: the unigram's draws follow its probabilities (c + 1) / (8 + 3) = 3/11, 5/11, 3/11
+    gen = torch.Generator().manual_seed(0)
+    drawn = generate(uni, torch.zeros(1000, 1, dtype=torch.long), 1, generator=gen)[:, 1]
+    freq = torch.bincount(drawn, minlength=3) / 1000
+    torch.testing.assert_close(freq, torch.tensor([3, 5, 3]) / 11, rtol=0, atol=0.05)
+    with pytest.raises(ValueError, match=r"ids must lie in \[0, vocab_size=3\)"):
+        big(torch.tensor([[3]]))
+    with pytest.raises(ValueError, match=r"eos_id must be in \[0, vocab_size=3\), got 3"):
+        generate(big, torch.tensor([[0]]), 2, eos_id=3)

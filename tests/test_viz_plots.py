@@ -201,6 +201,23 @@ def test_plot_temperatures_draws_softmax_of_scores_over_t():
     assert round(fig.axes[0].patches[0].get_height(), 2) == 0.88  # the notes' example at T = 1
 
 
+def test_plot_temperatures_top_k_draws_true_probabilities_and_the_rest_as_one_bar():
+    from course_lib.viz import plot_temperatures
+
+    scores = [0.0, 3.0, 1.0, 2.0, -1.0]
+    fig = plot_temperatures(scores, temperatures=(1.0, 0.5), labels=list("abcde"), top=2)
+    for ax, t in zip(fig.axes, (1.0, 0.5), strict=True):
+        e = [math.exp(s / t) for s in scores]  # by hand: nothing renormalised over the top 2
+        p = [v / sum(e) for v in e]
+        heights = [bar.get_height() for bar in ax.patches]
+        np.testing.assert_allclose(heights, [p[1], p[3], 1 - p[1] - p[3]], rtol=1e-12)
+        assert ax.get_title() == f"T = {t:g}: top 2 hold {p[1] + p[3]:.0%}"
+        assert _labels(ax.get_xticklabels()) == ["b", "d", "other 3"]
+        assert all(label.get_rotation() == 70 for label in ax.get_xticklabels())  # every panel
+    with pytest.raises(ValueError, match="top must be smaller than the number of scores 5"):
+        plot_temperatures(scores, top=5)
+
+
 def test_temperature_slider_returns_a_widget_and_fallback_without_ipywidgets(monkeypatch):
     import sys
 

@@ -144,16 +144,17 @@ def next_token(
 
 
 def _pick(logits, temperature, top_k, top_p, generator) -> torch.Tensor:
-    """:func:`next_token` after its checks (``generate`` checks its arguments once)."""
+    """The sampling step of :func:`generate` (and :func:`next_token` after its checks):
+    ``logits (B, vocab)`` of the next token -> one token id per row ``(B,)``."""
     if temperature == 0:
-        return logits.argmax(dim=-1)
-    logits = logits / temperature
+        return logits.argmax(dim=-1)  # greedy: the most probable token
+    logits = logits / temperature  # T < 1 sharpens the distribution, T > 1 flattens it
     if top_k is not None:
-        logits = top_k_filter(logits, top_k)
+        logits = top_k_filter(logits, top_k)  # all but the k most probable -> -inf
     if top_p is not None:
-        logits = top_p_filter(logits, top_p)
-    probs = torch.softmax(logits.float(), dim=-1)
-    return torch.multinomial(probs, 1, generator=generator)[:, 0]
+        logits = top_p_filter(logits, top_p)  # all but the nucleus of probability p -> -inf
+    probs = torch.softmax(logits.float(), dim=-1)  # (B, vocab); a -inf logit gets probability 0
+    return torch.multinomial(probs, num_samples=1, generator=generator)[:, 0]  # (B,)
 
 
 @torch.no_grad()
@@ -202,23 +203,19 @@ def generate(
     use_cache = check_flag(use_cache, "use_cache")
     with eval_mode(model):
         cache = KVCache() if use_cache else None
-        done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
-        fresh = ids  # the tokens the model has not processed yet
+        done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)  # rows at eos
+        fresh = ids  # the tokens the model has not read yet
         for _ in range(max_new_tokens):
             if cache is None or len(cache) + fresh.shape[1] > context:
-                if cache is not None:
-                    cache = KVCache()  # the window slides: rebuild the cache from it
-                logits = model(ids[:, -context:], cache)  # (B, n, vocab)
-            else:
-                logits = model(fresh, cache)  # (B, n_fresh, vocab)
-            if eos_id is not None and eos_id >= logits.shape[-1]:
-                raise ValueError(f"eos_id must be in [0, vocab={logits.shape[-1]}), got {eos_id}")
-            token = _pick(logits[:, -1], temperature, top_k, top_p, generator)  # (B,)
+                cache = None if cache is None else KVCache()  # no cache, or the window slid
+                fresh = ids[:, -context:]  # read the whole sequence (its last `context` tokens)
+            logits = model(fresh, cache)  # (B, n_fresh, vocab)
+            token = _pick(logits[:, -1, :], temperature, top_k, top_p, generator)  # (B,)
             if eos_id is not None:
-                token = token.masked_fill(done, eos_id)
+                token = token.masked_fill(done, eos_id)  # a finished row repeats eos
                 done |= token == eos_id
-            ids = torch.cat([ids, token[:, None]], dim=1)  # (B, n + 1)
-            fresh = token[:, None]  # (B, 1)
+            ids = torch.cat([ids, token[:, None]], dim=1)  # (B, n + 1): append
+            fresh = token[:, None]  # (B, 1): with a cache, the next call reads only this token
             if done.all():
                 break
     return ids
@@ -251,6 +248,7 @@ def _check_generate_args(model, ids, temperature, top_k, top_p, eos_id) -> int:
     if eos_id is not None:
         check_positive_int(eos_id, "eos_id", allow_zero=True)
         vocab = getattr(getattr(model, "config", None), "vocab_size", None)
+        vocab = getattr(model, "vocab_size", None) if vocab is None else vocab
         if isinstance(vocab, int) and eos_id >= vocab:
             raise ValueError(f"eos_id must be in [0, vocab_size={vocab}), got {eos_id}")
     return context

@@ -5,7 +5,7 @@ Architecture (Radford et al., 2019; nanoGPT's layout)::
     ids (batch, n)
       -> token embedding + learned position embedding -> dropout
       -> num_layers pre-LN blocks:
-             x = x + dropout(attn(LN(x)))      causal self-attention (course_lib.nn)
+             x = x + dropout(attn(LN(x)))      CausalSelfAttention (with a KV cache)
              x = x + dropout(ffn(LN(x)))       d -> 4d -> d with GELU ("gelu_new" = tanh form)
       -> final LayerNorm
       -> LM head: scores against the token embedding matrix (tied weights) -> (batch, n, vocab)
@@ -30,7 +30,10 @@ from torch import nn
 from .._validation import (
     check_checkpoint,
     check_context,
+    check_dropout,
+    check_features,
     check_flag,
+    check_heads,
     check_module,
     check_positive_int,
     check_token_ids,
@@ -39,27 +42,86 @@ from .._validation import (
     inner_checks_off,
 )
 from ..configs import GPTConfig, current_names
-from ..nn import FeedForward, KVCache, LayerKVCache, MultiHeadAttention
+from ..nn import FeedForward, KVCache, LayerKVCache, attend, causal_mask_from
 
-__all__ = ["GPT", "lm_loss", "gpt_parameter_count", "load_tiny_gpt"]
+__all__ = [
+    "GPT",
+    "CausalSelfAttention",
+    "lm_loss",
+    "gpt_parameter_count",
+    "load_tiny_gpt",
+]
+
+
+class CausalSelfAttention(nn.Module):
+    """GPT-2's masked multi-head self-attention with a KV cache (nanoGPT's ``CausalSelfAttention``).
+
+    The weights are :class:`~course_lib.nn.MultiHeadAttention`'s (``w_q``, ``w_k``, ``w_v``,
+    ``w_o``, same names and order), and ``forward(x, cache)`` computes what
+    ``MultiHeadAttention.forward(x, causal=True, cache=cache)`` computes, written for this one
+    case so that it reads like the board (the tests hold the two equal, and GPT to GPT-2).
+
+    ``forward(x (B, T, d_model), cache=None) -> (B, T, d_model)``; ``cache``: a
+    :class:`~course_lib.nn.LayerKVCache` extended in place (``x`` then holds the positions after
+    the ones it already has).
+    """
+
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0):
+        super().__init__()
+        check_heads(d_model, num_heads)
+        self.d_model, self.num_heads, self.d_head = d_model, num_heads, d_model // num_heads
+        self.w_q = nn.Linear(d_model, d_model)
+        self.w_k = nn.Linear(d_model, d_model)
+        self.w_v = nn.Linear(d_model, d_model)
+        self.w_o = nn.Linear(d_model, d_model)
+        self.dropout = nn.Dropout(check_dropout(dropout))  # on the attention weights
+        self.checks = True  # off inside GPT, whose forward has checked its input
+
+    def forward(self, x: torch.Tensor, cache: LayerKVCache | None = None) -> torch.Tensor:
+        if self.checks:
+            self._check_inputs(x, cache)
+        B, T, C = x.shape  # batch, new positions, d_model
+        nh, hs = self.num_heads, self.d_head  # heads, d_head = C / nh
+        q = self.w_q(x).view(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
+        k = self.w_k(x).view(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
+        v = self.w_v(x).view(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
+        start = 0 if cache is None else len(cache)  # positions already in the cache
+        if cache is not None:
+            k, v = cache.append(k, v)  # (B, nh, start + T, hs): the past keys and values too
+        mask = causal_mask_from(start, T, x.device)  # (T, start + T): i sees keys <= start + i
+        y, _ = attend(q, k, v, mask, self.dropout)  # softmax(q k^T / sqrt(hs)) v: (B, nh, T, hs)
+        y = y.transpose(1, 2).reshape(B, T, C)  # (B, T, C): the heads side by side again
+        return self.w_o(y)
+
+    def _check_inputs(self, x, cache) -> None:
+        check_features(x, "x", self.d_model)
+        if x.shape[1] == 0:
+            raise ValueError(f"x needs at least one position, got shape {tuple(x.shape)}")
+        if cache is not None:
+            if not isinstance(cache, LayerKVCache):
+                raise TypeError(
+                    f"cache must be a LayerKVCache or None, got {type(cache).__name__} "
+                    "(a model passes cache.layer(i) of its KVCache)"
+                )
+            cache.check_fits(x.shape[0], self.num_heads, self.d_head)
 
 
 class GPTBlock(nn.Module):
-    """One pre-LN decoder block (no cross-attention), as nanoGPT's ``Block``."""
+    """One pre-LN decoder block without cross-attention, as nanoGPT's ``Block``."""
 
     def __init__(self, config: GPTConfig):
         super().__init__()
         d = config.d_model
         self.norm1 = nn.LayerNorm(d, eps=config.layer_norm_eps)
-        self.attn = MultiHeadAttention(d, config.num_heads, dropout=config.dropout)
+        self.attn = CausalSelfAttention(d, config.num_heads, dropout=config.dropout)
         self.norm2 = nn.LayerNorm(d, eps=config.layer_norm_eps)
         self.ffn = FeedForward(d, config.d_ff or 4 * d, activation=config.activation)
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor, cache: LayerKVCache | None = None) -> torch.Tensor:
-        x = x + self.dropout(self.attn(self.norm1(x), causal=True, cache=cache))
-        x = x + self.dropout(self.ffn(self.norm2(x)))  # ffn: d -> d_ff -> d, no inner dropout
-        return x
+        x = x + self.dropout(self.attn(self.norm1(x), cache))  # the positions read each other
+        x = x + self.dropout(self.ffn(self.norm2(x)))  # each position alone: d -> 4d -> d
+        return x  # (B, T, d)
 
 
 class GPT(nn.Module):
@@ -102,12 +164,14 @@ class GPT(nn.Module):
         :class:`KVCache` holding ``s`` positions, ``ids`` are positions ``s .. s + n - 1`` and
         the cache is extended in place.
         """
-        start = check_lm_input(self, ids, cache, self.config.num_heads)
-        positions = torch.arange(start, start + ids.shape[1], device=ids.device)
-        x = self.dropout(self.token_embedding(ids) + self.position_embedding(positions))
+        start = check_lm_input(self, ids, cache, self.config.num_heads)  # = len(cache)
+        B, T = ids.shape
+        pos = torch.arange(start, start + T, device=ids.device)  # (T,): absolute positions
+        x = self.dropout(self.token_embedding(ids) + self.position_embedding(pos))  # (B, T, d)
         for i, block in enumerate(self.blocks):
-            x = block(x, None if cache is None else cache.layer(i))
-        return self.lm_head(self.norm(x))  # (B, n, vocab)
+            x = block(x, None if cache is None else cache.layer(i))  # (B, T, d)
+        x = self.norm(x)  # the final LayerNorm
+        return self.lm_head(x)  # (B, T, vocab)
 
 
 def check_lm_input(

@@ -13,6 +13,7 @@ seen often is scored by its own frequency. Both score held-out text in nats per 
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 from .._validation import (
     check_index,
@@ -25,21 +26,36 @@ from .._validation import (
 __all__ = ["CountLM", "unigram_lm", "bigram_lm"]
 
 
-class CountLM:
+class CountLM(nn.Module):
     """A unigram (``order=1``) or bigram (``order=2``) model given by its log-probabilities.
 
     ``log_probs`` is ``(vocab,)`` for a unigram and ``(vocab, vocab)`` for a bigram (row = the
     previous token). :meth:`nll` gives the mean negative log-likelihood of a token stream.
+    ``forward(ids (B, n)) -> (B, n, vocab)`` gives the log-probabilities of the token after each
+    position, as a language model's logits, so :func:`~course_lib.generate` samples from it
+    exactly as from a GPT (its context, ``context_length``, is one token; the cache stays empty).
     """
 
+    context_length = 1  # a count model looks at the last token at most
+
     def __init__(self, log_probs: torch.Tensor):
+        super().__init__()
         check_tensor(log_probs, "log_probs", None, "(vocab,) or (vocab, vocab)")
         if log_probs.ndim not in (1, 2):
             raise ValueError(
                 f"log_probs must be (vocab,) or (vocab, vocab), got {tuple(log_probs.shape)}"
             )
-        self.log_probs = log_probs
+        self.register_buffer("log_probs", log_probs)
         self.order = log_probs.ndim
+        self.vocab_size = len(log_probs)
+
+    def forward(self, ids: torch.Tensor, cache=None) -> torch.Tensor:
+        """Log-probabilities ``(B, n, vocab)`` of the token after each of ``ids (B, n)``
+        (``cache`` is accepted for :func:`~course_lib.generate` and not used)."""
+        check_token_ids(ids, "ids", "(batch, n)", self.vocab_size)
+        if self.order == 1:
+            return self.log_probs.expand(*ids.shape, self.vocab_size)  # the context is ignored
+        return self.log_probs[ids]  # row = the previous token
 
     def next_token_log_probs(self, previous: int | None = None) -> torch.Tensor:
         """``(vocab,)`` log-probabilities of the next token (given ``previous`` for a bigram)."""

@@ -7,7 +7,12 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._validation import as_finite_array, check_labels, check_positive_number
+from .._validation import (
+    as_finite_array,
+    check_labels,
+    check_positive_int,
+    check_positive_number,
+)
 from ..softmax import softmax
 
 __all__ = ["plot_temperatures", "temperature_slider"]
@@ -36,16 +41,39 @@ def _temperatures(temperatures) -> list[float]:
     return [check_positive_number(t, f"temperatures[{i}]") for i, t in enumerate(temperatures)]
 
 
-def plot_temperatures(scores, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 5.0), labels=None):
-    """Bar charts of ``softmax(scores / T)`` for several temperatures side by side; returns the Figure."""
+def plot_temperatures(
+    scores, temperatures: Sequence[float] = (0.5, 1.0, 2.0, 5.0), labels=None, top=None
+):
+    """Bar charts of ``softmax(scores / T)`` for several temperatures side by side; returns the Figure.
+
+    The bars are the true probabilities. With ``top=k`` only the ``k`` highest scores get a bar
+    each (most probable first) and one last bar, ``other n``, holds the probability of the ``n``
+    remaining tokens together; each panel's title gives the share of the ``k`` tokens.
+    """
     s, labels = _scores_and_labels(scores, labels)
     temperatures = _temperatures(temperatures)
+    if top is not None:
+        top = check_positive_int(top, "top")
+        if top >= len(s):
+            raise ValueError(f"top must be smaller than the number of scores {len(s)}, got {top}")
     fig, axes = plt.subplots(
-        1, len(temperatures), figsize=(3 * len(temperatures), 2.6), sharey=True
-    )
+        1, len(temperatures), figsize=((3 if top is None else 3.4) * len(temperatures), 2.6),
+        sharey=True,
+    )  # fmt: skip
+    order = np.argsort(-s, kind="stable")[:top] if top is not None else None
     for ax, t in zip(np.atleast_1d(axes), temperatures, strict=True):
-        ax.bar(labels, softmax(s / t), color="tab:blue")
-        ax.set_title(f"T = {t:g}")
+        probs = softmax(s / t)
+        if order is None:
+            ax.bar(labels, probs, color="tab:blue")
+            ax.set_title(f"T = {t:g}")
+        else:
+            shown = probs[order]
+            names = [labels[i] for i in order] + [f"other {len(s) - top}"]
+            colors = ["tab:blue"] * top + ["tab:gray"]
+            ax.bar(range(top + 1), [*shown, 1 - shown.sum()], color=colors)
+            ax.set_xticks(range(top + 1), names)
+            ax.set_title(f"T = {t:g}: top {top} hold {shown.sum():.0%}")
+        ax.tick_params(axis="x", labelrotation=70 if top is not None else 0)
         ax.set_ylim(0, 1)
     np.atleast_1d(axes)[0].set_ylabel("probability")
     fig.tight_layout()

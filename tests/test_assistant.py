@@ -128,3 +128,25 @@ def test_shipped_assistants_reproduce_their_stored_replies(tok, name):
         for j, (reply, x) in enumerate(zip(stored, items, strict=True)):
             position = 30 * j % 60
             assert meta["scores"][kind][x.family][position] == int(reply.strip() == x.answer)
+
+
+def test_the_shipped_dpo_settings_follow_the_validation_rule():
+    """The DPO checkpoint's settings are the ones tools/train_assistant.py's rule picks from its
+    stored validation numbers (never from the held-out sets), among the script's candidates."""
+    from course_lib.data.instructions import FAMILIES, VALIDATION_PER_FAMILY
+    from course_lib.models.assistant import load_assistant
+    from tools.train_assistant import SETTINGS, choose_dpo
+
+    _, meta = load_assistant("dpo")
+    val = meta["validation"]
+    assert val["items"] == VALIDATION_PER_FAMILY * len(FAMILIES)
+    tried = [{k: t[k] for k in ("lr", "beta", "nll", "steps")} for t in val["tried"]]
+    assert tried == SETTINGS["dpo_candidates"]
+    assert choose_dpo(val["tried"], SETTINGS) == val["chosen"]
+    assert meta["dpo"] == SETTINGS["dpo_candidates"][val["chosen"]]
+    for t in val["tried"]:
+        assert math.isclose(t["accuracy_drop"], val["tuned_accuracy"] - t["accuracy"])
+    # by hand, the rule on three made-up candidates: the largest gain among the acceptable
+    made_up = [{"margin_gain": 9.0, "accuracy_drop": 3.0}, {"margin_gain": 4.0,
+               "accuracy_drop": 0.5}, {"margin_gain": 1.0, "accuracy_drop": 0.0}]  # fmt: skip
+    assert choose_dpo(made_up, SETTINGS) == 1

@@ -14,6 +14,7 @@ from course_lib.data.instructions import (
     preference_pair,
     solve,
     training_instructions,
+    validation_instructions,
 )
 
 WORDS = ("open", "file", "read", "data")
@@ -67,6 +68,25 @@ def test_the_held_out_kinds_are_kept_apart():
     assert held_out_instructions("unseen_words", 5) == [
         x for i, x in enumerate(held_out_instructions("unseen_words")) if i % 60 < 5
     ]
+
+
+def test_the_validation_split_comes_from_the_training_side():
+    """Settings are chosen on it: training words and phrasings, drawn like the new
+    combinations, and no list shared with a held-out set or with training."""
+    train_words, _ = instruction_words()
+    val = validation_instructions()
+    assert len(val) == 200 * len(FAMILIES)
+    assert [x.family for x in val[::200]] == list(FAMILIES)
+    assert {w for x in val for w in x.words} <= set(train_words)
+    assert {x.phrasing for x in val} == {0, 1, 2}
+    assert all(x.answer == solve(x.family, x.words) for x in val)
+    lists = {x.words for x in val}
+    held = {x.words for k in HELD_OUT_KINDS for x in held_out_instructions(k)}
+    assert not lists & held
+    assert not lists & {x.words for x in training_instructions(20_000, seed=0)}
+    assert validation_instructions(3) == [x for i, x in enumerate(val) if i % 200 < 3]
+    with pytest.raises(ValueError, match="per_family must be <= 200, got 201"):
+        validation_instructions(201)
 
 
 def test_deterministic():

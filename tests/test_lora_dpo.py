@@ -16,7 +16,7 @@ import pytest
 import torch
 from torch import nn
 
-from course_lib.models.dpo import dpo_loss
+from course_lib.models.dpo import dpo_loss, dpo_nll_loss
 from course_lib.models.lora import LoRALinear, apply_lora, merge_lora, trainable_parameter_count
 
 peft = pytest.importorskip("peft")
@@ -89,7 +89,8 @@ def test_lora_starts_equal_to_its_base_and_trains_only_a_and_b():
     torch.testing.assert_close(layer.merge()(x), by_hand)
 
 
-def _trl_dpo(per_token_logps, completion_mask, ref_chosen, ref_rejected, beta):
+def _trl_dpo(per_token_logps, completion_mask, ref_chosen, ref_rejected, beta,
+             loss_types=("sigmoid",), loss_weights=(1.0,)):  # fmt: skip
     """TRL's DPOTrainer._compute_loss on per-token log-probs ``(2 * pairs, T)`` (chosen rows
     first), reference log-probs precomputed: (mean loss, mean chosen reward, mean rejected)."""
     from trl import DPOTrainer
@@ -99,7 +100,8 @@ def _trl_dpo(per_token_logps, completion_mask, ref_chosen, ref_rejected, beta):
     t.accelerator = types.SimpleNamespace(device=torch.device("cpu"), gather=lambda v: v,
                                           gather_for_metrics=lambda v: v)  # fmt: skip
     t.aux_loss_enabled, t.ld_alpha, t.precompute_ref_logps = False, None, True
-    t.f_divergence_type, t.loss_types, t.loss_weights = "reverse_kl", ["sigmoid"], [1.0]
+    t.f_divergence_type, t.loss_types = "reverse_kl", list(loss_types)
+    t.loss_weights = list(loss_weights)
     t.beta, t.label_smoothing, t.use_weighting, t.rpo_alpha = beta, 0.0, False, None
     t._metrics = {"train": collections.defaultdict(list), "eval": collections.defaultdict(list)}
     t._total_train_tokens, t._tp_size = 0, 1
@@ -140,6 +142,30 @@ def test_dpo_loss_equals_trl_pair_by_pair_and_on_the_batch(beta):
     loss, c, r = _trl_dpo(per_token, mask, ref[0], ref[1], beta)
     assert abs(losses.mean().item() - loss) < 1e-6
     assert abs(chosen.mean().item() - c) < 1e-6 and abs(rejected.mean().item() - r) < 1e-6
+
+
+@pytest.mark.parametrize(("beta", "weight"), [(0.1, 5.0), (0.5, 1.0), (2.0, 0.0)])
+def test_dpo_nll_loss_equals_trl_sigmoid_plus_sft(beta, weight):
+    """DPO + NLL (RPO) = TRL's loss_type=["sigmoid", "sft"], loss_weights=[1, weight]."""
+    g = torch.Generator().manual_seed(int(beta * 10 + weight))
+    pairs, length = 6, 5
+    per_token = -3 * torch.rand(2 * pairs, length, generator=g, dtype=torch.float64)
+    mask = torch.rand(2 * pairs, length, generator=g) < 0.7
+    mask[:, 0] = True
+    ref = -15 * torch.rand(2, pairs, generator=g, dtype=torch.float64)
+    sums = (per_token * mask).sum(dim=1)
+    ours = dpo_nll_loss(sums[:pairs], sums[pairs:], ref[0], ref[1], mask[:pairs].sum(dim=1),
+                        beta=beta, nll_weight=weight)  # fmt: skip
+    theirs, _, _ = _trl_dpo(
+        per_token, mask, ref[0], ref[1], beta, ("sigmoid", "sft"), (1.0, weight)
+    )
+    assert abs(ours.item() - theirs) < 1e-6
+    # by hand: the DPO mean plus weight x the chosen answers' mean -log p per token
+    nll = -(per_token[:pairs] * mask[:pairs]).sum() / mask[:pairs].sum()
+    by_hand = (
+        dpo_loss(sums[:pairs], sums[pairs:], ref[0], ref[1], beta=beta)[0].mean() + weight * nll
+    )
+    assert abs(ours.item() - by_hand.item()) < 1e-12
 
 
 def test_dpo_loss_by_hand():

@@ -90,17 +90,22 @@ def unpinned_dependencies(report: dict, pins: dict[str, str], python: str, platf
     return sorted(loose)
 
 
+def pinned_requirements() -> list[str]:
+    """The pins of requirements.txt (``name==version``), in file order."""
+    return [
+        line.strip()
+        for line in (ROOT / "requirements.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+
+
 def resolve(python: str, platform: str, index_url: str) -> tuple[bool, str]:
     """(every pin has a wheel?, detail): what is missing, and unpinned dependencies if any.
 
     pip stops at the first pin it cannot satisfy; that pin is set aside and the rest tried
     again (the index pages are cached by then), so that every missing wheel is listed.
     """
-    pins = [
-        line.strip()
-        for line in (ROOT / "requirements.txt").read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
+    pins = pinned_requirements()
     versions = {_name(p.partition("==")[0]): p.partition("==")[2] for p in pins}
     missing = []
     while True:
@@ -132,6 +137,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--index-url", default="https://pypi.org/simple")
     args = parser.parse_args(argv)
     failed_supported = []
+    print(f"{len(pinned_requirements())} pins in requirements.txt")
     print(f"{'python':7} {'platform':8} result")
     for python in args.python or PYTHONS:
         for platform in args.platform or PLATFORMS:

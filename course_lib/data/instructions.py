@@ -21,7 +21,11 @@ Three held-out kinds, kept apart (:func:`held_out_instructions`):
 * ``"unseen_words"``: only unseen words, training phrasings;
 * ``"unseen_phrasing"``: training words (new lists), the held-out phrasing.
 
-:func:`training_instructions` never yields a word list of a held-out set. Answers are scored by
+:func:`validation_instructions` is carved from the **training side** (training words and
+phrasings, new lists, drawn as ``"new_combinations"`` is but with its own seed): it is where
+settings are chosen (lecture 14's DPO settings), so that the held-out sets are measured once,
+never tuned on. :func:`training_instructions` never yields a word list of a held-out or the
+validation set. Answers are scored by
 exact match after stripping spaces (:func:`exact_match`). :func:`preference_pair` gives the
 right answer (chosen) and a typical wrong one (rejected), by rule: the other end of the list for
 first/last, a count off by one, the list unreversed, the words without commas.
@@ -51,6 +55,7 @@ __all__ = [
     "make_instruction",
     "training_instructions",
     "held_out_instructions",
+    "validation_instructions",
     "preference_pair",
     "exact_match",
 ]
@@ -159,10 +164,15 @@ def _random_words(rng: np.random.Generator, vocabulary: Sequence[str]) -> tuple[
     return tuple(vocabulary[i] for i in rng.choice(len(vocabulary), size=n, replace=False))
 
 
+_SEEDS = {"new_combinations": 1, "unseen_words": 2, "unseen_phrasing": 3, "validation": 4}
+
+
 @functools.lru_cache(maxsize=8)
 def _held_out(kind: str, per_family: int) -> tuple[Instruction, ...]:
+    """``per_family`` instructions of each family of one held-out kind, or of ``"validation"``
+    (drawn as ``"new_combinations"`` is, with its own seed)."""
     train_words, unseen = instruction_words()
-    seed = {"new_combinations": 1, "unseen_words": 2, "unseen_phrasing": 3}[kind]
+    seed = _SEEDS[kind]
     rng = np.random.default_rng(seed)
     out = []
     for family in FAMILIES:
@@ -192,13 +202,37 @@ def _held_out_lists() -> frozenset[tuple[str, ...]]:
     return frozenset(x.words for k in HELD_OUT_KINDS for x in _held_out(k, HELD_OUT_PER_FAMILY))
 
 
+VALIDATION_PER_FAMILY = 200
+
+
+def validation_instructions(per_family: int = VALIDATION_PER_FAMILY) -> list[Instruction]:
+    """``per_family`` validation instructions of each family: training words and training
+    phrasings (cycled, as in ``"new_combinations"``) in word lists that are in no held-out set
+    and that :func:`training_instructions` never yields. Choose settings on these, never on
+    the held-out sets."""
+    per_family = check_positive_int(per_family, "per_family")
+    if per_family > VALIDATION_PER_FAMILY:
+        raise ValueError(f"per_family must be <= {VALIDATION_PER_FAMILY}, got {per_family}")
+    full = _held_out("validation", VALIDATION_PER_FAMILY)
+    if {x.words for x in full} & _held_out_lists():  # fixed seeds: never, but say so if it did
+        raise RuntimeError("a validation word list is also in a held-out set")
+    return [x for i, x in enumerate(full) if i % VALIDATION_PER_FAMILY < per_family]
+
+
+@functools.lru_cache(maxsize=1)
+def _avoided_lists() -> frozenset[tuple[str, ...]]:
+    """The lists training never uses: every held-out list and every validation list."""
+    validation = _held_out("validation", VALIDATION_PER_FAMILY)
+    return _held_out_lists() | frozenset(x.words for x in validation)
+
+
 def training_instructions(n: int, seed: int = 0) -> list[Instruction]:
     """``n`` training instructions: a random family, training phrasing and list of training
-    words each (a list that is in a held-out set is drawn again)."""
+    words each (a list that is in a held-out or the validation set is drawn again)."""
     n = check_positive_int(n, "n")
     rng = np.random.default_rng(check_positive_int(seed, "seed", allow_zero=True))
     train_words, _ = instruction_words()
-    avoid = _held_out_lists()
+    avoid = _avoided_lists()
     out = []
     while len(out) < n:
         family = FAMILIES[int(rng.integers(len(FAMILIES)))]

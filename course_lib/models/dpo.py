@@ -12,6 +12,11 @@ reference* ``pi_ref`` (the model before DPO) more than that of ``y_l``::
 reference: a small ``beta`` needs a large change of log-probabilities for the same loss. This
 is TRL's ``loss_type="sigmoid"`` (no label smoothing); the tests hold :func:`dpo_loss` to
 TRL's ``DPOTrainer`` on the same log-probabilities to 1e-6.
+
+:func:`dpo_nll_loss` adds the negative log-likelihood of the chosen answers, per token (RPO,
+Pang et al. 2024: "DPO+NLL"), so that the chosen answer is pulled up and not only the rejected
+one pushed down; it is TRL's ``loss_type=["sigmoid", "sft"]`` with ``loss_weights=[1, weight]``
+(a test holds it to that to 1e-6).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import torch.nn.functional as F
 
 from .._validation import check_positive_number
 
-__all__ = ["dpo_loss"]
+__all__ = ["dpo_loss", "dpo_nll_loss"]
 
 _NAMES = (
     "policy_chosen_logps",
@@ -66,3 +71,44 @@ def dpo_loss(
     chosen_rewards = beta * chosen_logratios.detach()
     rejected_rewards = beta * rejected_logratios.detach()
     return losses, chosen_rewards, rejected_rewards
+
+
+def dpo_nll_loss(
+    policy_chosen_logps: torch.Tensor,
+    policy_rejected_logps: torch.Tensor,
+    reference_chosen_logps: torch.Tensor,
+    reference_rejected_logps: torch.Tensor,
+    chosen_tokens: torch.Tensor,
+    beta: float = 0.1,
+    nll_weight: float = 1.0,
+) -> torch.Tensor:
+    """The mean DPO loss of a batch plus ``nll_weight`` times the chosen answers' negative
+    log-likelihood per token: a scalar to train on.
+
+    ``chosen_tokens``: ``(pairs,)`` how many tokens each chosen answer has (the loss mask's
+    count), so that ``-policy_chosen_logps.sum() / chosen_tokens.sum()`` is the response-only
+    cross-entropy on the chosen answers (:func:`course_lib.response_loss`). The other
+    arguments are those of :func:`dpo_loss`.
+
+    Raises:
+        as :func:`dpo_loss`; ValueError: ``nll_weight < 0``, ``chosen_tokens`` not of shape
+            ``(pairs,)`` or with a total of 0.
+    """
+    if isinstance(nll_weight, bool) or not isinstance(nll_weight, int | float):
+        raise TypeError(f"nll_weight must be a number >= 0, got {type(nll_weight).__name__}")
+    if not nll_weight >= 0:  # also rejects nan
+        raise ValueError(f"nll_weight must be a number >= 0, got {nll_weight!r}")
+    if not isinstance(chosen_tokens, torch.Tensor):
+        raise TypeError(f"chosen_tokens must be a torch.Tensor (pairs,), got "
+                        f"{type(chosen_tokens).__name__}")  # fmt: skip
+    if chosen_tokens.shape != getattr(policy_chosen_logps, "shape", None):
+        raise ValueError(
+            f"chosen_tokens must have shape (pairs,) like policy_chosen_logps "
+            f"{tuple(getattr(policy_chosen_logps, 'shape', ()))}, got {tuple(chosen_tokens.shape)}"
+        )
+    if not chosen_tokens.sum() > 0:
+        raise ValueError("chosen_tokens must count at least one token, got a total of 0")
+    losses, _, _ = dpo_loss(policy_chosen_logps, policy_rejected_logps, reference_chosen_logps,
+                            reference_rejected_logps, beta=beta)  # fmt: skip
+    nll = -policy_chosen_logps.sum() / chosen_tokens.sum()  # nats per chosen token
+    return losses.mean() + nll_weight * nll

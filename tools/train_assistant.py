@@ -20,7 +20,7 @@ Four runs, one thread each, fixed seeds and step counts (settings in ``SETTINGS`
    from the training side) among ``SETTINGS["dpo_candidates"]`` by the rule of
    :func:`choose_dpo`; the held-out sets are scored once, for the chosen one only.
 
-    python -m tools.train_assistant --dpo-only          # rerun stage 4 alone (~5 CPU-min)
+    python -m tools.train_assistant --dpo-only          # rerun stage 4 alone (16 CPU-min: 14 runs)
 
 Every checkpoint stores float16 weights, the settings, its CPU time, its held-out scores and its
 greedy replies to the first held-out prompts (a test checks that loading it reproduces them).

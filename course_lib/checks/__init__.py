@@ -413,15 +413,16 @@ def check_prediction(
     too_low: str,
     too_high: str,
     hints: dict | None = None,
+    not_int: str = "measure it, then set the variable to a Python int.",
 ) -> None:
     """The answer of a predict-then-measure exercise: an integer equal to ``expected``.
 
     A wrong answer is told "too low" or "too high" with a reason (``too_low`` / ``too_high``,
     or the hint ``hints`` names for that very value), never the expected value itself: the
-    student measures it.
+    student measures it. ``not_int`` is the hint for an answer that is not an integer.
     """
     check_str(exercise, "exercise"), check_str(what, "what")
-    check_str(too_low, "too_low"), check_str(too_high, "too_high")
+    check_str(too_low, "too_low"), check_str(too_high, "too_high"), check_str(not_int, "not_int")
     check_positive_int(expected, "expected", allow_zero=True)
     if got is None:
         raise _none(exercise, what)
@@ -429,7 +430,7 @@ def check_prediction(
         raise ExerciseError(
             exercise,
             f"{what}: expected an integer, got {type(got).__name__} {got!r}.",
-            "measure it, then set the variable to a Python int.",
+            not_int,
         )
     got = int(got)
     if got != expected:

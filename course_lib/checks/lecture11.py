@@ -228,5 +228,6 @@ def check_kv_cache_numbers(student_fn, *, seed: int = 0) -> None:
                          too_low="2 (K and V) x layers x tokens x d_model x sequences: which "
                          "factor is missing?",
                          too_high="2 (K and V) x layers x tokens x d_model x sequences: which "
-                         "factor is extra?", hints=mistakes)  # fmt: skip
+                         "factor is extra?", hints=mistakes,
+                         not_int="return a Python int: a product of the numbers you are given.")  # fmt: skip
     passed(ex, "the KV cache holds 2 x layers x tokens x d_model numbers per sequence")

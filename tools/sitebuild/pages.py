@@ -91,6 +91,9 @@ def _nav(page: Path, prev_next: tuple[Path | None, Path | None], titles: dict, e
 def render_markdown_page(source: Path, page: Path, static: str, extra_nav: str = "") -> str:
     md = MarkdownIt("commonmark", {"html": True}).enable("table")
     body = heading_ids(md.render(source.read_text(encoding="utf-8")))
+    # A code block wider than the page scrolls (site.css): keyboard users reach it with Tab
+    # (axe-core's scrollable-region-focusable).
+    body = body.replace("<pre>", '<pre tabindex="0">')
     title = re.search(r"^#\s+(.+)$", source.read_text(encoding="utf-8"), re.M)
     title = title.group(1) if title else source.stem
     home = relative(Path("index.html"), page)

@@ -291,6 +291,27 @@ def finite_matrix(
     return arr
 
 
+def tokens_around_x0(
+    exercise: str,
+    student_fn: Callable,
+    x0: np.ndarray,
+    share: float,
+    shape: tuple[int, int],
+    meaning: str,
+) -> tuple[np.ndarray, str]:
+    """Call ``student_fn(x0, share)`` for a token matrix X (``shape``) whose row 0 must be the
+    given token ``x0``. Returns X and the "for x0 = ... and share ..." phrase of the messages."""
+    got = call_student(exercise, student_fn, x0.copy(), share)
+    arr = finite_matrix(exercise, got, shape, meaning,
+                        "return X = np.array([x0, x1, x2]), one row per token.")  # fmt: skip
+    given = f"for x0 = {np.round(x0, 4).tolist()} and share {share}"
+    if not np.allclose(arr[0], x0, rtol=1e-6, atol=1e-9):
+        raise ExerciseError(exercise, f"{given}: row 0 of X must be the token x0 you are given; "
+                            f"got {np.round(arr[0], 4).tolist()}.",
+                            "keep X[0] = x0: the question is what tokens 1 and 2 must be.")  # fmt: skip
+    return arr, given
+
+
 def passed(exercise: str, title: str) -> None:
     """Print the one fixed line that a passing check cell shows."""
     check_str(exercise, "exercise"), check_str(title, "title")

@@ -12,9 +12,9 @@ from . import (
     call_student,
     check_mistakes,
     check_value,
-    finite_matrix,
     hidden_rng,
     passed,
+    tokens_around_x0,
 )
 
 __all__ = [
@@ -203,14 +203,7 @@ def check_attends_elsewhere(student_fn, *, seed: int = 0) -> None:
     """
     ex = "2.4"
     for x0, share in _elsewhere_cases(seed):
-        got = call_student(ex, student_fn, x0.copy(), share)
-        arr = finite_matrix(ex, got, (3, 2), "3 tokens, 2 features",
-                            "return X = np.array([x0, x1, x2]), one row per token.")  # fmt: skip
-        given = f"for x0 = {np.round(x0, 4).tolist()} and share {share}"
-        if not np.allclose(arr[0], x0, rtol=1e-6, atol=1e-9):
-            raise ExerciseError(ex, f"{given}: row 0 of X must be the token x0 you are given; "
-                                f"got {np.round(arr[0], 4).tolist()}.",
-                                "keep X[0] = x0: the question is what tokens 1 and 2 must be.")  # fmt: skip
+        arr, given = tokens_around_x0(ex, student_fn, x0, share, (3, 2), "3 tokens, 2 features")
         a = softmax(arr @ arr.T / np.sqrt(2), axis=-1)
         if a[0, 1] > share:
             continue

@@ -13,9 +13,9 @@ from . import (
     check_batched,
     check_count,
     check_mistakes,
-    finite_matrix,
     hidden_rng,
     passed,
+    tokens_around_x0,
 )
 
 __all__ = [
@@ -239,14 +239,7 @@ def check_two_relations(student_fn, *, seed: int = 0) -> None:
     """
     ex = "3.5"
     for x0, share in _relations_cases(seed):
-        got = call_student(ex, student_fn, x0.copy(), share)
-        arr = finite_matrix(ex, got, (3, 4), "3 tokens, d_model = 4",
-                            "return X = np.array([x0, x1, x2]), one row per token.")  # fmt: skip
-        given = f"for x0 = {np.round(x0, 4).tolist()} and share {share}"
-        if not np.allclose(arr[0], x0, rtol=1e-6, atol=1e-9):
-            raise ExerciseError(ex, f"{given}: row 0 of X must be the token x0 you are given; "
-                                f"got {np.round(arr[0], 4).tolist()}.",
-                                "keep X[0] = x0: the question is what tokens 1 and 2 must be.")  # fmt: skip
+        arr, given = tokens_around_x0(ex, student_fn, x0, share, (3, 4), "3 tokens, d_model = 4")
         heads = split_heads(arr, 2)  # (2, 3, 2)
         _, a = scaled_dot_product_attention(heads, heads, heads)  # (2 heads, 3, 3)
         if a[0, 0, 1] > share and a[1, 0, 2] > share:

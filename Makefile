@@ -20,11 +20,12 @@ ifeq ($(shell test -L $(VENV) && echo linked),linked)
 $(STAMP):
 	@test -f $@ || { echo "$(VENV) is a link to a venv that is not installed: run make venv there"; exit 1; }
 else
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@echo "Installing the pinned packages into $(VENV) (first time: ~500 MB download, 1.9 GB, 3-7 min)"
+	@echo "Installing the pinned packages into $(VENV) (first time: ~730 MB download, 2.7 GB, 3-7 min)"
 	$(PY) -m pip install --quiet pip==26.3
 	$(PY) -m pip install --progress-bar on -r requirements.txt
+	$(PY) -m pip install --progress-bar on --no-deps -r requirements-nodeps.txt
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 endif

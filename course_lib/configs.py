@@ -19,11 +19,16 @@ from ._validation import (
     check_positive_int,
     check_positive_number,
 )
+from .nn.attention import check_window
 from .nn.feedforward import check_activation
+from .nn.latent_attention import check_latent_sizes
+from .nn.moe import SCORINGS, check_top_k
 
 __all__ = [
     "GPTConfig",
     "ModernConfig",
+    "MoEConfig",
+    "MLAConfig",
     "TinyBertConfig",
     "BertEncoderConfig",
     "TrainingConfig",
@@ -66,6 +71,51 @@ class GPTConfig:
 
 
 @dataclass(frozen=True)
+class MoEConfig:
+    """The mixture-of-experts feed-forward of a :class:`~course_lib.ModernLM` (lecture 16)."""
+
+    num_experts: int  # routed experts per MoE layer (Qwen3-30B-A3B: 128; DeepSeek-V3: 256)
+    top_k: int  # experts per token (Qwen3-30B-A3B: 8; Mixtral: 2; DeepSeek-V3: 8)
+    d_ff: int  # hidden width of each expert (HF: moe_intermediate_size)
+    scoring: str = "softmax"  # "softmax" then top-k (Mixtral, Qwen3) or "sigmoid" (DeepSeek-V3)
+    normalize: bool = True  # renormalise the k weights (Mixtral: yes; Qwen3: norm_topk_prob)
+    scaling: float = 1.0  # multiplies the routed weights (DeepSeek-V3: 2.5)
+    num_groups: int = 1  # group-limited routing (DeepSeek-V3: 8 groups of 32)
+    top_groups: int = 1  # groups a token may use (DeepSeek-V3: 4)
+    shared_d_ff: int | None = None  # width of the shared expert (DeepSeek); None: none
+    first_dense_layers: int = 0  # the first layers keep a dense SwiGLU (DeepSeek-V3: 3)
+
+    def __post_init__(self):
+        check_top_k(self.top_k, self.num_experts)
+        _positive(self, "d_ff", "num_groups", "top_groups")
+        if self.scoring not in SCORINGS:
+            raise ValueError(f"scoring must be one of {SCORINGS}, got {self.scoring!r}")
+        check_flag(self.normalize, "normalize")
+        check_positive_number(self.scaling, "scaling")
+        if self.shared_d_ff is not None:
+            check_positive_int(self.shared_d_ff, "shared_d_ff")
+        check_positive_int(self.first_dense_layers, "first_dense_layers", allow_zero=True)
+
+
+@dataclass(frozen=True)
+class MLAConfig:
+    """Multi-head latent attention (DeepSeek-V2/V3, lecture 16); names as ``transformers``."""
+
+    kv_lora_rank: int  # width of the cached latent (DeepSeek-V3: 512)
+    qk_nope_head_dim: int  # per-head query/key features from the latent (DeepSeek-V3: 128)
+    qk_rope_head_dim: int  # the decoupled RoPE part, shared key (DeepSeek-V3: 64)
+    v_head_dim: int  # per-head value width (DeepSeek-V3: 128)
+    q_lora_rank: int | None = None  # queries through a latent of this width (DeepSeek-V3: 1536)
+
+    def __post_init__(self):
+        check_latent_sizes(None, self.kv_lora_rank, self.qk_nope_head_dim, self.qk_rope_head_dim,
+                           self.v_head_dim, self.q_lora_rank)  # fmt: skip
+
+
+LAYER_TYPES = ("full_attention", "sliding_attention")
+
+
+@dataclass(frozen=True)
 class ModernConfig:
     """The size and settings of a :class:`~course_lib.ModernLM` (lecture 13, Llama-style)."""
 
@@ -79,19 +129,67 @@ class ModernConfig:
     rms_eps: float = 1e-6  # epsilon of every RMSNorm (Llama 2: 1e-5 in its config)
     tie_weights: bool = False  # LM head = token embedding matrix (Llama: no; small models: often)
     context_length: int = 4096  # the longest window generate() shows the model; RoPE has no limit
+    # Lecture 16: today's open models (each None/False = Llama as in lecture 13)
+    d_head: int | None = None  # width of each head; None = d_model / num_heads (HF: head_dim)
+    qk_norm: bool = False  # RMSNorm on each head's q and k before RoPE (Qwen3, Gemma 3)
+    sliding_window: int | None = None  # positions a sliding-window layer sees (itself included)
+    layer_types: tuple[str, ...] | None = None  # per layer "full_attention"/"sliding_attention"
+    moe: MoEConfig | None = None  # mixture-of-experts feed-forward (Qwen3-MoE, DeepSeek-V3)
+    mla: MLAConfig | None = None  # multi-head latent attention instead of GQA (DeepSeek-V3)
 
     def __post_init__(self):
         _positive(self, "vocab_size", "num_kv_heads", "num_layers", "d_ff", "context_length")
-        check_heads(self.d_model, self.num_heads, self.num_kv_heads)
-        if (self.d_model // self.num_heads) % 2:
+        if self.d_head is None:
+            check_heads(self.d_model, self.num_heads, self.num_kv_heads)
+        else:
+            check_positive_int(self.d_model, "d_model")
+            check_heads(self.num_heads, self.num_kv_heads, names=("num_heads", "num_kv_heads"))
+            check_positive_int(self.d_head, "d_head")
+        if self.head_width % 2 and self.mla is None:
             raise ValueError(
-                f"d_model / num_heads = {self.d_model // self.num_heads} must be even: RoPE "
-                "rotates the coordinates of each head in pairs"
+                f"the head width {self.head_width} (d_head, or d_model / num_heads) must be even:"
+                " RoPE rotates the coordinates of each head in pairs"
             )
+        check_flag(self.qk_norm, "qk_norm")
+        if self.sliding_window is not None:
+            check_window(self.sliding_window, "sliding_window")
+        if self.layer_types is not None:
+            if not isinstance(self.layer_types, tuple) or len(self.layer_types) != self.num_layers:
+                raise ValueError(
+                    f"layer_types must be a tuple of num_layers={self.num_layers} names, got "
+                    f"{self.layer_types!r}"
+                )
+            if any(t not in LAYER_TYPES for t in self.layer_types):
+                raise ValueError(f"layer_types: each must be one of {LAYER_TYPES}, got "
+                                 f"{self.layer_types!r}")  # fmt: skip
+            if "sliding_attention" in self.layer_types and self.sliding_window is None:
+                raise ValueError("layer_types has sliding_attention layers: set sliding_window")
+        if self.moe is not None and not isinstance(self.moe, MoEConfig):
+            raise TypeError(f"moe must be a MoEConfig or None, got {type(self.moe).__name__}")
+        if self.mla is not None:
+            if not isinstance(self.mla, MLAConfig):
+                raise TypeError(f"mla must be an MLAConfig or None, got {type(self.mla).__name__}")
+            m = self.mla
+            check_latent_sizes(self.num_heads, m.kv_lora_rank, m.qk_nope_head_dim,
+                               m.qk_rope_head_dim, m.v_head_dim, m.q_lora_rank)  # fmt: skip
+            if self.sliding_window is not None or self.qk_norm:
+                raise ValueError("mla: latent attention here has no sliding window or QK-norm")
         if check_positive_number(self.rope_theta, "rope_theta") <= 1:
             raise ValueError(f"rope_theta must be a finite number > 1, got {self.rope_theta!r}")
         check_positive_number(self.rms_eps, "rms_eps")
         check_flag(self.tie_weights, "tie_weights")
+
+    @property
+    def head_width(self) -> int:
+        """The width of each head: ``d_head``, or ``d_model / num_heads``."""
+        return self.d_model // self.num_heads if self.d_head is None else self.d_head
+
+    def layer_type(self, layer: int) -> str:
+        """``"sliding_attention"`` or ``"full_attention"`` for layer ``layer`` (0-based): from
+        ``layer_types``, else every layer slides when ``sliding_window`` is set (Mistral)."""
+        if self.layer_types is not None:
+            return self.layer_types[layer]
+        return "full_attention" if self.sliding_window is None else "sliding_attention"
 
 
 @dataclass(frozen=True)

@@ -44,13 +44,23 @@ from course_lib.nn import (
     FeedForward,
     KVCache,
     LayerKVCache,
+    MixtureOfExperts,
     MultiHeadAttention,
+    MultiHeadLatentAttention,
     RMSNorm,
+    Router,
+    SlidingWindowKVCache,
     SwiGLUFeedForward,
     counting,
     eval_mode,
+    load_balancing_loss,
+    sigmoid_top_k,
+    sliding_window_mask,
+    softmax_top_k,
 )
 from course_lib.nn import attention as la
+from course_lib.nn import latent_attention as mla
+from course_lib.nn import moe as nn_moe
 
 # ---------------------------------------------------------------------------------------------
 # Small objects the rows need (built once; every one is tiny and seeded).
@@ -169,6 +179,16 @@ ENC = Encoder(1, 8, 2, 16)
 DEC = Decoder(1, 8, 2, 16)
 FFN = FeedForward(8, 16)
 FFN_SWIGLU = SwiGLUFeedForward(8, 16)
+MOE_S = MixtureOfExperts(8, 16, 4, 2)
+MLA_S = MultiHeadLatentAttention(16, 2, 4, 8, 4, 8)
+
+
+def _latent_cache(batch: int, heads: int, width: int) -> LayerKVCache:
+    cache = LayerKVCache()
+    cache.append(torch.zeros(batch, heads, 2, width), torch.zeros(batch, heads, 2, width))
+    return cache
+
+
 NORM = RMSNorm(8)
 MLM_HEAD = mlm_head.MlmHead(8, 20)
 CLASSIFIER = classifier.BertClassifier([], 8, 3)
@@ -796,8 +816,9 @@ CASES = [
      "module.activation: only relu, gelu and tanh-approximated gelu can be copied"),
     (interop.from_torch, (nn.TransformerDecoderLayer(4, 2, activation=nn.SiLU()),), {}, ValueError,
      "module.activation"),
-    (interop.from_hf, (GPT_S,), {}, TypeError, "model must be a transformers GPT2LMHeadModel, GPT2Model, "
-     "LlamaForCausalLM or BertModel, got GPT"),
+    (interop.from_hf, (GPT_S,), {}, TypeError, "model must be a transformers model of one of "
+     "['BertModel', 'DeepseekV3ForCausalLM', 'GPT2LMHeadModel'"),
+    (interop.from_hf, (GPT_S,), {}, TypeError, "'Qwen3MoeForCausalLM'], got GPT (not supported)"),
     (interop.from_hf, (None,), {}, TypeError, "got NoneType"),
     (interop.from_hf, ("bert-base-uncased",), {}, TypeError, "got str"),
     (interop.from_hf, (HF["roberta"],), {}, TypeError, "got RobertaModel"),
@@ -922,6 +943,68 @@ CASES = [
      "path 'no/such.pt': no such checkpoint file"),
     (assistant.load_assistant, ("tuned", gpt.GPT_CHECKPOINT), {}, ValueError,
      "is not a chat assistant checkpoint: it lacks ['replies']"),
+    # lecture 16: mixture of experts, sliding windows, latent attention
+    (Router, (8, 4, 5), {}, ValueError, "top_k=5 is more than num_experts=4"),
+    (Router, (8, 4, 0), {}, ValueError, "top_k must be >= 1, got 0"),
+    (Router, (8, 4, 2), {"scoring": "tanh"}, ValueError, "scoring must be one of ('softmax', 'sigmoid')"),
+    (Router, (8, 4, 1), {"num_groups": 2}, ValueError, "needs scoring='sigmoid'"),
+    (MixtureOfExperts, (8, 16, 4, 5), {}, ValueError, "top_k=5 is more than num_experts=4"),
+    (MixtureOfExperts, (8, 0, 4, 2), {}, ValueError, "d_ff must be >= 1, got 0"),
+    (MixtureOfExperts, (8, 16, 4, 2), {"shared_d_ff": 0}, ValueError, "shared_d_ff must be >= 1, got 0"),
+    (MOE_S.forward, (torch.zeros(2, 3, 5),), {}, ValueError, "x must end with d_model=8, got (2, 3, 5)"),
+    (MOE_S.forward, (np.zeros((2, 3, 8)),), {}, TypeError, "x must be a torch.Tensor (..., d_model=8)"),
+    (MOE_S.forward, (torch.zeros(2, 3, 8, dtype=torch.long),), {}, TypeError, "x must be a floating tensor"),
+    (softmax_top_k, (torch.zeros(3, 4), 5), {}, ValueError, "k=5 is more than num_experts=4"),
+    (softmax_top_k, (torch.zeros(4), 2), {}, ValueError, "logits must be a floating (tokens, num_experts) tensor"),
+    (softmax_top_k, (torch.zeros(3, 4), 0), {}, ValueError, "k must be >= 1, got 0"),
+    (sigmoid_top_k, (torch.zeros(3, 4), 5), {}, ValueError, "k=5 is more than num_experts=4"),
+    (sigmoid_top_k, (torch.zeros(3, 4), 1), {"num_groups": 3}, ValueError, "num_groups=3 must divide the 4 experts"),
+    (sigmoid_top_k, ([[0.0]], 1), {}, ValueError, "logits must be a floating (tokens, num_experts) tensor"),
+    (load_balancing_loss, ([], 2), {}, ValueError, "router_logits: got an empty list"),
+    (load_balancing_loss, (torch.zeros(5, 4), 5), {}, ValueError, "top_k=5 is more than num_experts=4"),
+    (load_balancing_loss, (torch.zeros(4), 1), {}, ValueError, "router_logits must be a floating (tokens, num_experts) tensor"),
+    (nn_moe.check_top_k, (3, 2), {}, ValueError, "top_k=3 is more than num_experts=2"),
+    (nn_moe.check_top_k, (1.5, 2), {}, TypeError, "top_k must be an integer, got float 1.5"),
+    (nn_moe.check_top_k, (1, 0), {}, ValueError, "num_experts must be >= 1, got 0"),
+    (configs.MoEConfig, (4, 5, 16), {}, ValueError, "top_k=5 is more than num_experts=4"),
+    (configs.MoEConfig, (4, 2, 0), {}, ValueError, "d_ff must be >= 1, got 0"),
+    (configs.MoEConfig, (4, 2, 16), {"scoring": "relu"}, ValueError, "scoring must be one of"),
+    (configs.MLAConfig, (0, 8, 4, 8), {}, ValueError, "kv_lora_rank must be >= 1, got 0"),
+    (configs.MLAConfig, (8, 8, 3, 8), {}, ValueError, "qk_rope_head_dim=3 must be even"),
+    (configs.MLAConfig, (8, 8, 4, 0), {}, ValueError, "v_head_dim must be >= 1, got 0"),
+    (configs.ModernConfig, (11, 8, 2, 2, 1, 16), {"mla": configs.MLAConfig(8, 2, 4, 2)}, ValueError,
+     "kv_lora_rank=8 does not fit"),
+    (configs.ModernConfig, (11, 8, 2, 1, 1, 16), {"sliding_window": 0}, ValueError,
+     "sliding_window must be >= 1, got 0"),
+    (configs.ModernConfig, (11, 8, 2, 1, 1, 16), {"layer_types": ("local",)}, ValueError,
+     "layer_types: each must be one of ('full_attention', 'sliding_attention')"),
+    (mla.check_latent_sizes, (2, 40, 8, 4, 8), {}, ValueError, "kv_lora_rank=40 does not fit"),
+    (mla.check_latent_sizes, (2, 4, 8, 5, 8), {}, ValueError, "qk_rope_head_dim=5 must be even"),
+    (mla.check_latent_sizes, (0, 4, 8, 4, 8), {}, ValueError, "num_heads must be >= 1, got 0"),
+    (MultiHeadLatentAttention, (16, 2, 40, 8, 4, 8), {}, ValueError, "kv_lora_rank=40 does not fit"),
+    (MultiHeadLatentAttention, (0, 2, 4, 8, 4, 8), {}, ValueError, "d_model must be >= 1, got 0"),
+    (MultiHeadLatentAttention, (16, 2, 4, 8, 4, 8), {"q_lora_rank": 0}, ValueError,
+     "q_lora_rank must be >= 1, got 0"),
+    (MLA_S.forward, (torch.zeros(1, 3, 8),), {}, ValueError,
+     "x must have shape (batch, n, d_model=16), got (1, 3, 8)"),
+    (MLA_S.forward, (np.zeros((1, 3, 16)),), {}, TypeError, "x must be a torch.Tensor, got ndarray"),
+    (MLA_S.forward, (torch.zeros(2, 3, 16),), {"cache": _latent_cache(1, 1, 4)}, ValueError,
+     "this call needs batch=2, kv_heads=1, d_head=4"),
+    (la.check_window, (0,), {}, ValueError, "window must be >= 1, got 0"),
+    (la.check_window, (2.5,), {}, TypeError, "window must be an integer, got float 2.5"),
+    (la.check_window, (None,), {}, TypeError, "window must be an integer, got NoneType None"),
+    (sliding_window_mask, (0, 5, 0), {}, ValueError, "window must be >= 1, got 0"),
+    (sliding_window_mask, (0, 0, 2), {}, ValueError, "n_new must be >= 1, got 0"),
+    (sliding_window_mask, (2, 3, 2), {"n_keys": 6}, ValueError, "n_keys must be in [1, start + n_new = 5], got 6"),
+    (SlidingWindowKVCache, (0,), {}, ValueError, "window must be an integer >= 1 (positions kept), got 0"),
+    (SlidingWindowKVCache, (2.0,), {}, ValueError, "window must be an integer >= 1"),
+    (SlidingWindowKVCache, (None,), {}, ValueError, "got None"),
+    (MultiHeadAttention(8, 2, window=3).forward, (torch.zeros(1, 2, 8),),
+     {"cache": SlidingWindowKVCache(2), "causal": True}, ValueError,
+     "cache keeps a window of 2 positions but this layer's window is 3"),
+    (modern.router_logits, (MODERN_S,), {}, ValueError, "model has no router logits"),
+    (modern.router_logits, (None,), {}, TypeError, "model must be a ModernLM, got NoneType"),
+    (modern.router_logits, (GPT_S,), {}, TypeError, "model must be a ModernLM, got GPT"),
 ]  # fmt: skip
 
 
@@ -957,6 +1040,13 @@ EXEMPT = {
     ),
     "course_lib.nn.cache.LayerKVCache.append": _INNER.format("MultiHeadAttention.forward"),
     "course_lib.nn.attention.MultiHeadAttention.split_heads": _INNER.format("forward"),
+    "course_lib.nn.attention.MultiHeadAttention.new_cache": "takes no argument",
+    "course_lib.nn.latent_attention.MultiHeadLatentAttention.new_cache": "takes no argument",
+    "course_lib.nn.cache.SlidingWindowKVCache.append": _INNER.format("MultiHeadAttention.forward"),
+    "course_lib.nn.moe.Router.forward": _INNER.format("MixtureOfExperts.forward"),
+    "course_lib.configs.ModernConfig.layer_type": _INNER.format(
+        "ModernLM(config), layer 0, 1, ..."
+    ),
     "course_lib.nn.attention.attend": _INNER.format("MultiHeadAttention.forward"),
     "course_lib.nn.attention.causal_mask_from": _INNER.format("MultiHeadAttention.forward"),
     "course_lib.nn.residual.residual": _INNER.format("EncoderLayer/DecoderLayer.forward"),

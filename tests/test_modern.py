@@ -159,5 +159,5 @@ def test_tied_weights_and_errors():
         TypeError, match=r"ids must be a torch.long tensor of token ids \(batch, n\)"
     ):
         untied(torch.zeros(2, 3))
-    with pytest.raises(TypeError, match="LlamaForCausalLM or BertModel, got ModernLM"):
+    with pytest.raises(TypeError, match=r"Qwen3MoeForCausalLM'\], got ModernLM"):
         from_hf(untied)

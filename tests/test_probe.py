@@ -307,7 +307,18 @@ def _default_accepts(fn, name, kind, valid) -> bool:
 torch = pytest.importorskip("torch")
 from course_lib import configs  # noqa: E402
 from course_lib.models import bert, generation, gpt, modern  # noqa: E402
-from course_lib.nn import KVCache, MultiHeadAttention, RMSNorm  # noqa: E402
+from course_lib.nn import (  # noqa: E402
+    KVCache,
+    MixtureOfExperts,
+    MultiHeadAttention,
+    MultiHeadLatentAttention,
+    RMSNorm,
+    Router,
+    load_balancing_loss,
+    sigmoid_top_k,
+    sliding_window_mask,
+    softmax_top_k,
+)
 
 torch.manual_seed(0)
 GPT_S = gpt.GPT(
@@ -361,8 +372,112 @@ VALID_TORCH = [
             rms_eps=1e-6,
             tie_weights=False,
             context_length=8,
+            d_head=None,
+            qk_norm=False,
+            sliding_window=None,
+            layer_types=None,
+            moe=None,
+            mla=None,
         ),
     ),
+    (
+        configs.ModernConfig,  # lecture 16's settings
+        dict(
+            vocab_size=11,
+            d_model=8,
+            num_heads=2,
+            num_kv_heads=1,
+            num_layers=2,
+            d_ff=16,
+            rope_theta=10000.0,
+            rms_eps=1e-6,
+            tie_weights=False,
+            context_length=8,
+            d_head=6,
+            qk_norm=True,
+            sliding_window=3,
+            layer_types=("sliding_attention", "full_attention"),
+            moe=configs.MoEConfig(4, 2, 8),
+            mla=None,
+        ),
+    ),
+    (
+        configs.MoEConfig,
+        dict(
+            num_experts=4,
+            top_k=2,
+            d_ff=8,
+            scoring="sigmoid",
+            normalize=True,
+            scaling=2.5,
+            num_groups=2,
+            top_groups=1,
+            shared_d_ff=8,
+            first_dense_layers=1,
+        ),
+    ),
+    (
+        configs.MLAConfig,
+        dict(kv_lora_rank=4, qk_nope_head_dim=4, qk_rope_head_dim=2, v_head_dim=4, q_lora_rank=6),
+    ),
+    (
+        Router,
+        dict(
+            d_model=8,
+            num_experts=4,
+            top_k=2,
+            scoring="sigmoid",
+            normalize=True,
+            scaling=1.0,
+            num_groups=2,
+            top_groups=1,
+        ),
+    ),
+    (
+        MixtureOfExperts,
+        dict(
+            d_model=8,
+            d_ff=8,
+            num_experts=4,
+            top_k=2,
+            scoring="softmax",
+            normalize=True,
+            scaling=1.0,
+            num_groups=1,
+            top_groups=1,
+            shared_d_ff=None,
+        ),
+    ),
+    (MixtureOfExperts(8, 8, 4, 2).forward, dict(x=X)),
+    (softmax_top_k, dict(logits=LOGITS, k=2, normalize=True)),
+    (
+        sigmoid_top_k,
+        dict(
+            logits=LOGITS[:, :10],
+            k=2,
+            selection_bias=None,
+            normalize=True,
+            num_groups=2,
+            top_groups=1,
+        ),
+    ),
+    (load_balancing_loss, dict(router_logits=LOGITS, top_k=2)),
+    (sliding_window_mask, dict(start=2, n_new=3, window=2, n_keys=4)),
+    (
+        MultiHeadLatentAttention,
+        dict(
+            d_model=8,
+            num_heads=2,
+            kv_lora_rank=4,
+            qk_nope_head_dim=4,
+            qk_rope_head_dim=2,
+            v_head_dim=4,
+            q_lora_rank=None,
+            rope_theta=10000.0,
+            norm_eps=1e-6,
+        ),
+    ),
+    (MultiHeadLatentAttention(8, 2, 4, 4, 2, 4).forward, dict(x=X, cache=None)),
     (
         configs.TinyBertConfig,
         dict(
@@ -413,7 +528,18 @@ VALID_TORCH = [
     (RMSNorm, dict(d_model=8, eps=1e-6)),
     (
         MultiHeadAttention,
-        dict(d_model=8, num_heads=2, num_kv_heads=None, bias=True, dropout=0.0, qk_transform=None),
+        dict(
+            d_model=8,
+            num_heads=2,
+            num_kv_heads=None,
+            bias=True,
+            dropout=0.0,
+            qk_transform=None,
+            d_head=None,
+            qk_norm=False,
+            norm_eps=1e-6,
+            window=None,
+        ),
     ),
 ]
 
@@ -615,12 +741,16 @@ ACCEPTED = {
             "online_softmax",
             "rms_norm",
             "RMSNorm.forward",
+            "MixtureOfExperts.forward",  # (tokens, d_model): one row of tokens
         )
     },
     ("online_softmax_start", "shape"): {"[]", "0"},  # the state of one scalar row
     ("positional_encoding", "num_positions"): {"0"},  # an empty (0, d_model) table
     ("rms_norm", "eps"): _ZERO_OK,  # RMSNorm without epsilon (x = 0 then divides by 0)
     ("RMSNorm", "eps"): _ZERO_OK,
+    ("MultiHeadAttention", "norm_eps"): _ZERO_OK,  # QK-norm without epsilon
+    ("MultiHeadLatentAttention", "norm_eps"): _ZERO_OK,
+    ("MoEConfig", "first_dense_layers"): _ZERO_OK,  # every layer a mixture of experts
     ("GPTConfig", "dropout"): _ZERO_OK,
     ("TinyBertConfig", "dropout"): _ZERO_OK,
     ("MultiHeadAttention", "dropout"): _ZERO_OK,

@@ -19,12 +19,17 @@ Rule = str | tuple[str, Callable[[torch.Tensor], torch.Tensor]]
 def copy_weights(model: nn.Module, state: dict, rules: dict[str, Rule]) -> nn.Module:
     """Copy ``state`` (their ``state_dict()``) into ``model``: each parameter ``<ours>.<leaf>``
     of ``model`` takes ``state["<theirs>.<leaf>"]`` (or ``<theirs>`` with ``{leaf}`` filled in,
-    for torch's ``in_proj_{leaf}``), changed by the rule's function if it has one. Every parameter must be covered and every shape must fit; returns ``model``."""
+    for torch's ``in_proj_{leaf}``), changed by the rule's function if it has one; a rule keyed by
+    a full parameter or buffer name (``experts.0.gate.weight``) names their full key. Every parameter must be covered and every shape must fit; returns ``model``."""
+    # a rule may also name one tensor: our full parameter (or buffer) name -> their full key
+    tensors = [*model.named_parameters(), *((n, b) for n, b in model.named_buffers() if n in rules)]
     with torch.no_grad():
-        for name, param in model.named_parameters():  # a tied weight is listed once
+        for name, param in tensors:  # a tied weight is listed once
             ours, _, leaf = name.rpartition(".")
-            theirs, change = (rules[ours], None) if isinstance(rules[ours], str) else rules[ours]
-            key = theirs.format(leaf=leaf) if "{leaf}" in theirs else f"{theirs}.{leaf}"
+            rule = rules[name] if name in rules else rules[ours]
+            theirs, change = (rule, None) if isinstance(rule, str) else rule
+            key = (theirs.format(leaf=leaf) if "{leaf}" in theirs
+                   else theirs if name in rules else f"{theirs}.{leaf}")  # fmt: skip
             if key not in state:
                 raise ValueError(f"model: the weight {key!r} (for our {name!r}) is missing")
             value = state[key] if change is None else change(state[key])

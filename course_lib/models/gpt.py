@@ -175,8 +175,9 @@ class GPT(nn.Module):
 
 
 def check_lm_input(
-    model: nn.Module, ids, cache, num_kv_heads: int, positions_bounded: bool = True
-) -> int:
+    model: nn.Module, ids, cache, num_kv_heads: int, positions_bounded: bool = True,
+    d_head: int | None = None,
+) -> int:  # fmt: skip
     """The door of a causal LM's ``forward``: ids in the vocabulary, a cache that belongs to this
     model and batch, and (``positions_bounded``: learned position embeddings) positions within
     the context. Returns the first position (``len(cache)``)."""
@@ -187,7 +188,8 @@ def check_lm_input(
     else:
         if not isinstance(cache, KVCache):
             raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
-        cache.check_fits(c.num_layers, ids.shape[0], num_kv_heads, c.d_model // c.num_heads)
+        d_head = c.d_model // c.num_heads if d_head is None else d_head
+        cache.check_fits(c.num_layers, ids.shape[0], num_kv_heads, d_head)
         start = len(cache)
     if positions_bounded and start + ids.shape[1] > c.context_length:
         raise ValueError(

@@ -27,28 +27,67 @@ from torch import nn
 
 from .._validation import check_type, inner_checks_off
 from ..configs import ModernConfig
-from ..nn import KVCache, LayerKVCache, MultiHeadAttention, RMSNorm, SwiGLUFeedForward, rope_qk
+from ..nn import (
+    KVCache,
+    LayerKVCache,
+    MixtureOfExperts,
+    MultiHeadAttention,
+    MultiHeadLatentAttention,
+    RMSNorm,
+    SwiGLUFeedForward,
+    rope_qk,
+)
 from .gpt import check_lm_input
 
-__all__ = ["ModernLM"]
+__all__ = ["ModernLM", "router_logits"]
+
+
+def _attention(c: ModernConfig, layer: int) -> nn.Module:
+    """Layer ``layer``'s attention: GQA with RoPE (+ QK-norm, + a sliding window), or MLA."""
+    if c.mla is not None:
+        m = c.mla
+        return MultiHeadLatentAttention(
+            c.d_model, c.num_heads, m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim,
+            m.v_head_dim, q_lora_rank=m.q_lora_rank, rope_theta=c.rope_theta,
+        )  # fmt: skip
+    window = c.sliding_window if c.layer_type(layer) == "sliding_attention" else None
+    return MultiHeadAttention(
+        c.d_model, c.num_heads, c.num_kv_heads, bias=False,
+        qk_transform=functools.partial(rope_qk, theta=c.rope_theta), d_head=c.d_head,
+        qk_norm=c.qk_norm, norm_eps=c.rms_eps, window=window,
+    )  # fmt: skip
+
+
+def _feed_forward(c: ModernConfig, layer: int) -> nn.Module:
+    """Layer ``layer``'s feed-forward: SwiGLU, or a mixture of SwiGLU experts."""
+    m = c.moe
+    if m is None or layer < m.first_dense_layers:
+        return SwiGLUFeedForward(c.d_model, c.d_ff)
+    return MixtureOfExperts(
+        c.d_model, m.d_ff, m.num_experts, m.top_k, scoring=m.scoring, normalize=m.normalize,
+        scaling=m.scaling, num_groups=m.num_groups, top_groups=m.top_groups,
+        shared_d_ff=m.shared_d_ff,
+    )  # fmt: skip
 
 
 class ModernBlock(nn.Module):
-    """One pre-norm block, as lecture 11's ``GPTBlock`` with RMSNorm, RoPE, GQA and SwiGLU."""
+    """One pre-norm block, as lecture 11's ``GPTBlock`` with RMSNorm, RoPE, GQA and SwiGLU;
+    lecture 16's variants swap the attention (QK-norm, sliding window, MLA) or the
+    feed-forward (mixture of experts) by config, and the block reads the same."""
 
-    def __init__(self, config: ModernConfig):
+    def __init__(self, config: ModernConfig, layer: int = 0):
         super().__init__()
         d = config.d_model
         self.norm1 = RMSNorm(d, config.rms_eps)
-        self.attn = MultiHeadAttention(
-            d, config.num_heads, config.num_kv_heads, bias=False,
-            qk_transform=functools.partial(rope_qk, theta=config.rope_theta),
-        )  # fmt: skip
+        self.attn = _attention(config, layer)
         self.norm2 = RMSNorm(d, config.rms_eps)
-        self.ffn = SwiGLUFeedForward(d, config.d_ff)
+        self.ffn = _feed_forward(config, layer)
 
     def forward(self, x: torch.Tensor, cache: LayerKVCache | None = None) -> torch.Tensor:
-        x = x + self.attn(self.norm1(x), causal=True, cache=cache)  # no dropout (Llama)
+        if isinstance(self.attn, MultiHeadLatentAttention):
+            x = x + self.attn(self.norm1(x), cache=cache)  # causal, latent cache
+        else:
+            x = x + self.attn(self.norm1(x), causal=True, cache=cache)  # no dropout (Llama)
         x = x + self.ffn(self.norm2(x))
         return x
 
@@ -66,7 +105,7 @@ class ModernLM(nn.Module):
         self.config = c = check_type(config, "config", ModernConfig)
         self.context_length = c.context_length
         self.token_embedding = nn.Embedding(c.vocab_size, c.d_model)
-        self.blocks = nn.ModuleList(ModernBlock(c) for _ in range(c.num_layers))
+        self.blocks = nn.ModuleList(ModernBlock(c, i) for i in range(c.num_layers))
         self.norm = RMSNorm(c.d_model, c.rms_eps)
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
         if c.tie_weights:
@@ -77,15 +116,34 @@ class ModernLM(nn.Module):
             if isinstance(module, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(module.weight, std=0.02)
         for block in self.blocks:
-            for lin in (block.attn.w_o, block.ffn.down):
+            ffns = [block.ffn] if isinstance(block.ffn, SwiGLUFeedForward) else [
+                *block.ffn.experts, *([block.ffn.shared_expert] if block.ffn.shared_expert else [])
+            ]  # fmt: skip
+            for lin in (block.attn.w_o, *(f.down for f in ffns)):
                 nn.init.normal_(lin.weight, std=0.02 / math.sqrt(2 * c.num_layers))
         inner_checks_off(self)
 
     def forward(self, ids: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
         """Next-token logits ``(batch, n, vocab)`` for ids ``(batch, n)`` (long)."""
         # RoPE has no length limit: context_length bounds only what generate() shows the model
-        check_lm_input(self, ids, cache, self.config.num_kv_heads, positions_bounded=False)
+        c = self.config
+        # a latent-attention cache holds one "head" of kv_lora_rank features per position
+        kv_heads, d_head = (1, c.mla.kv_lora_rank) if c.mla else (c.num_kv_heads, c.head_width)
+        check_lm_input(self, ids, cache, kv_heads, positions_bounded=False, d_head=d_head)
         x = self.token_embedding(ids)  # (B, n, d): no positions added
         for i, block in enumerate(self.blocks):
-            x = block(x, None if cache is None else cache.layer(i))
+            x = block(x, None if cache is None else cache.layer(i, block.attn.new_cache))
         return self.lm_head(self.norm(x))  # (B, n, vocab)
+
+
+def router_logits(model: ModernLM) -> list[torch.Tensor]:
+    """The router logits ``(T, E)`` of every mixture-of-experts layer of ``model``'s latest
+    forward pass (with their gradient): what :func:`~course_lib.nn.load_balancing_loss` takes."""
+    check_type(model, "model", ModernLM)
+    logits = [b.ffn.router.logits for b in model.blocks if isinstance(b.ffn, MixtureOfExperts)]
+    if not logits or any(x is None for x in logits):
+        raise ValueError(
+            "model has no router logits: it needs mixture-of-experts layers (config.moe) and "
+            "you must run the model on a batch first"
+        )
+    return logits

@@ -1,9 +1,14 @@
 """The torch building blocks, one home (batch first). One idea per module:
 
 * :mod:`.attention` — :class:`MultiHeadAttention` (self or cross, causal, KV cache, grouped
-  key/value heads, a ``qk_transform`` hook for RoPE, stored ``attention_weights``), its core
-  :func:`attend` and :func:`causal_mask_from`.
-* :mod:`.cache` — :class:`KVCache` and :class:`LayerKVCache`.
+  key/value heads, a ``qk_transform`` hook for RoPE, QK-norm, a sliding window, stored
+  ``attention_weights``), its core :func:`attend`, :func:`causal_mask_from` and
+  :func:`sliding_window_mask`.
+* :mod:`.cache` — :class:`KVCache`, :class:`LayerKVCache` and the ring buffer of a sliding
+  window, :class:`SlidingWindowKVCache` (lecture 16).
+* :mod:`.moe` — mixture of experts: :class:`Router` (:func:`softmax_top_k`,
+  :func:`sigmoid_top_k`), :class:`MixtureOfExperts`, :func:`load_balancing_loss` (lecture 16).
+* :mod:`.latent_attention` — :class:`MultiHeadLatentAttention` (DeepSeek's MLA, lecture 16).
 * :mod:`.norms` — :class:`RMSNorm` (LayerNorm is torch's ``nn.LayerNorm``).
 * :mod:`.feedforward` — :class:`FeedForward` (relu / gelu / gelu_new) and
   :class:`SwiGLUFeedForward`.
@@ -19,12 +24,14 @@ use the opposite convention for boolean masks, so convert with ``~mask`` at the 
 Copying weights in from torch or ``transformers``: :mod:`course_lib.interop`.
 """
 
-from .attention import MultiHeadAttention, attend, causal_mask_from
+from .attention import MultiHeadAttention, attend, causal_mask_from, sliding_window_mask
 from .blocks import DecoderLayer, EncoderLayer
-from .cache import KVCache, LayerKVCache
+from .cache import KVCache, LayerKVCache, SlidingWindowKVCache
 from .counting import count_parameters, multi_head_attention_flops, transformer_parameter_count
 from .feedforward import FeedForward, SwiGLUFeedForward, swiglu_hidden_size
+from .latent_attention import MultiHeadLatentAttention
 from .modes import eval_mode
+from .moe import MixtureOfExperts, Router, load_balancing_loss, sigmoid_top_k, softmax_top_k
 from .norms import RMSNorm
 from .residual import residual
 from .rope import rope_qk
@@ -34,8 +41,16 @@ __all__ = [
     "MultiHeadAttention",
     "attend",
     "causal_mask_from",
+    "sliding_window_mask",
     "KVCache",
     "LayerKVCache",
+    "SlidingWindowKVCache",
+    "MultiHeadLatentAttention",
+    "MixtureOfExperts",
+    "Router",
+    "softmax_top_k",
+    "sigmoid_top_k",
+    "load_balancing_loss",
     "EncoderLayer",
     "DecoderLayer",
     "Encoder",

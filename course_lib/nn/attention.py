@@ -25,10 +25,25 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from .._validation import check_dropout, check_features, check_flag, check_heads
-from .cache import LayerKVCache
+from .._validation import (
+    check_dropout,
+    check_eps,
+    check_features,
+    check_flag,
+    check_heads,
+    check_positive_int,
+)
+from .cache import LayerKVCache, SlidingWindowKVCache
+from .norms import RMSNorm
 
-__all__ = ["MultiHeadAttention", "attend", "causal_mask_from", "check_mask"]
+__all__ = [
+    "MultiHeadAttention",
+    "attend",
+    "causal_mask_from",
+    "sliding_window_mask",
+    "check_mask",
+    "check_window",
+]
 
 QKTransform = Callable[
     [torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]
@@ -58,6 +73,34 @@ def causal_mask_from(
     return torch.ones(n_new, start + n_new, dtype=torch.bool, device=device).tril(diagonal=start)
 
 
+def check_window(window, name: str = "window") -> int:
+    """A sliding window is a whole number of positions >= 1 (a query sees itself and the
+    ``window - 1`` positions before it); else a ValueError/TypeError naming ``name``."""
+    return check_positive_int(window, name)
+
+
+def sliding_window_mask(
+    start: int, n_new: int, window: int, n_keys: int | None = None
+) -> torch.Tensor:
+    """Boolean ``(n_new, n_keys)``, True = may attend: the query at position ``i = start + a``
+    sees the key at position ``j`` when ``0 <= i - j < window`` (itself and the ``window - 1``
+    positions before it; Mistral, Gemma, ``transformers``: ``j > i - window``).
+
+    The keys are the **last** ``n_keys`` positions ``start + n_new - n_keys .. start + n_new -
+    1`` (default ``start + n_new``: every position, as :func:`causal_mask_from`); a cache that
+    keeps only the window hands over fewer. ``window >= start + n_new`` gives the causal mask.
+    """
+    check_window(window)
+    check_positive_int(start, "start", allow_zero=True)
+    check_positive_int(n_new, "n_new")
+    n_keys = start + n_new if n_keys is None else check_positive_int(n_keys, "n_keys")
+    if n_keys > start + n_new:
+        raise ValueError(f"n_keys must be in [1, start + n_new = {start + n_new}], got {n_keys}")
+    i = torch.arange(start, start + n_new)[:, None]  # (n_new, 1): query positions
+    j = torch.arange(start + n_new - n_keys, start + n_new)[None, :]  # (1, n_keys): key positions
+    return (j <= i) & (i - j < window)
+
+
 class MultiHeadAttention(nn.Module):
     """``MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W_O``, batch first.
 
@@ -76,6 +119,13 @@ class MultiHeadAttention(nn.Module):
         dropout: dropout on the attention weights (training mode only).
         qk_transform: optional ``f(q, k, positions) -> (q, k)`` applied to the heads with the
             **absolute** positions ``(n,)`` of the queries; rotary embeddings plug in here.
+        d_head: width of each head (default ``d_model / num_heads``; Qwen3 sets it apart, HF's
+            ``head_dim``).
+        qk_norm: an RMSNorm over each head's ``d_head`` features of the queries and of the keys,
+            before ``qk_transform`` (QK-norm: Qwen3, Gemma 3, OLMo 2), with epsilon ``norm_eps``.
+        window: a sliding window (causal self-attention only): query ``i`` sees keys ``j`` with
+            ``0 <= i - j < window`` (:func:`sliding_window_mask`); :meth:`new_cache` then makes
+            a :class:`SlidingWindowKVCache` that keeps only the last ``window`` positions.
     """
 
     def __init__(
@@ -87,25 +137,45 @@ class MultiHeadAttention(nn.Module):
         bias: bool = True,
         dropout: float = 0.0,
         qk_transform: QKTransform | None = None,
+        d_head: int | None = None,
+        qk_norm: bool = False,
+        norm_eps: float = 1e-6,
+        window: int | None = None,
     ):
         super().__init__()
         num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
-        check_heads(d_model, num_heads, num_kv_heads)
+        if d_head is None:
+            check_heads(d_model, num_heads, num_kv_heads)
+        else:
+            check_heads(num_heads, num_kv_heads, names=("num_heads", "num_kv_heads"))
+            check_positive_int(d_model, "d_model")
+            check_positive_int(d_head, "d_head")
         bias = check_flag(bias, "bias")
         if qk_transform is not None and not callable(qk_transform):
             raise TypeError(
                 f"qk_transform must be callable or None, got {type(qk_transform).__name__}"
             )
         self.d_model, self.num_heads, self.num_kv_heads = d_model, num_heads, num_kv_heads
-        self.d_head = d_model // num_heads
+        self.d_head = d_model // num_heads if d_head is None else d_head
         self.w_q = nn.Linear(d_model, num_heads * self.d_head, bias=bias)
         self.w_k = nn.Linear(d_model, num_kv_heads * self.d_head, bias=bias)
         self.w_v = nn.Linear(d_model, num_kv_heads * self.d_head, bias=bias)
         self.w_o = nn.Linear(num_heads * self.d_head, d_model, bias=bias)
         self.dropout = nn.Dropout(check_dropout(dropout))
         self.qk_transform = qk_transform
+        norm_eps = check_eps(norm_eps, "norm_eps")
+        if check_flag(qk_norm, "qk_norm"):
+            self.q_norm = RMSNorm(self.d_head, norm_eps)  # over each head's d_head features
+            self.k_norm = RMSNorm(self.d_head, norm_eps)
+        self.qk_norm = qk_norm
+        self.window = None if window is None else check_window(window)
         self.attention_weights: torch.Tensor | None = None
         self.checks = True  # off inside a model whose forward has checked its input
+
+    def new_cache(self) -> LayerKVCache:
+        """An empty cache for this layer: a ring buffer of ``window`` positions when the layer
+        has a sliding window, else one that keeps every position."""
+        return LayerKVCache() if self.window is None else SlidingWindowKVCache(self.window)
 
     def split_heads(self, x: torch.Tensor, heads: int) -> torch.Tensor:
         b, n, _ = x.shape  # (B, n, heads * d_head) -> (B, heads, n, d_head)
@@ -138,16 +208,22 @@ class MultiHeadAttention(nn.Module):
         q = self.split_heads(self.w_q(query), self.num_heads)  # (B, nh, n_q, d_head)
         k = self.split_heads(self.w_k(key), self.num_kv_heads)  # (B, n_kv, n_k, d_head)
         v = self.split_heads(self.w_v(value), self.num_kv_heads)  # (B, n_kv, n_k, d_head)
+        if self.qk_norm:  # RMSNorm of each head's query and key, before RoPE
+            q, k = self.q_norm(q), self.k_norm(k)  # (B, nh, n_q, d_head), (B, n_kv, n_k, d_head)
         if self.qk_transform is not None:
             q, k = self.qk_transform(q, k, torch.arange(start, start + n_q, device=q.device))
         if cache is not None:
-            k, v = cache.append(k, v)  # (B, n_kv, start + n_k, d_head)
+            k, v = cache.append(k, v)  # (B, n_kv, n_seen, d_head): all, or the window's
+        n_seen = k.shape[-2]
         groups = self.num_heads // self.num_kv_heads  # query heads per key/value head
         k = k.repeat_interleave(groups, dim=1)  # (B, nh, n_seen, d_head)
         v = v.repeat_interleave(groups, dim=1)  # (B, nh, n_seen, d_head)
         if mask is not None and mask.ndim == 3:
             mask = mask[:, None]  # (B, 1, n_q or 1, n_k): the same for every head
-        if causal:
+        if causal and self.window is not None:
+            future = sliding_window_mask(start, n_q, self.window, n_seen).to(query.device)
+            mask = future if mask is None else mask & future
+        elif causal:
             future = causal_mask_from(start, n_q, query.device)  # (n_q, n_seen)
             mask = future if mask is None else mask & future
         out, weights = attend(q, k, v, mask, self.dropout)  # (B, nh, n_q, d_head)
@@ -160,6 +236,10 @@ class MultiHeadAttention(nn.Module):
         """The door's checks: shapes, the mask, the cache (a model checks once for all layers)."""
         check_features(query, "query", self.d_model)
         check_flag(causal, "causal")
+        if self.window is not None and not causal:
+            raise ValueError(
+                f"window={self.window} needs causal=True (a sliding window looks back only)"
+            )
         key = query if key is None else check_features(key, "key", self.d_model)
         value = key if value is None else check_features(value, "value", self.d_model)
         if key.shape[:2] != value.shape[:2] or query.shape[0] != key.shape[0]:
@@ -185,10 +265,17 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError("cache is for self-attention: call it without key and value")
             if mask is not None:
                 raise ValueError("mask and cache together are not supported; use causal=True")
+            if isinstance(cache, SlidingWindowKVCache) and cache.window != self.window:
+                raise ValueError(
+                    f"cache keeps a window of {cache.window} positions but this layer's window "
+                    f"is {self.window}: use layer.new_cache()"
+                )
             cache.check_fits(query.shape[0], self.num_kv_heads, self.d_head)
         if self.qk_transform is not None and key is not query:
             raise ValueError("qk_transform needs self-attention (positions of queries = keys)")
         n_k = key.shape[1] + (0 if cache is None else len(cache))
+        if self.window is not None and mask is not None:
+            raise ValueError("mask and window together are not supported; use causal=True")
         check_mask(mask, query.shape[0], self.num_heads, query.shape[1], n_k)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["KVCache", "LayerKVCache"]
+__all__ = ["KVCache", "LayerKVCache", "SlidingWindowKVCache"]
 
 
 class LayerKVCache:
@@ -50,6 +50,47 @@ class LayerKVCache:
             )
 
 
+class SlidingWindowKVCache(LayerKVCache):
+    """The cache of a sliding-window layer (lecture 16): a **ring buffer** of ``window`` slots.
+
+    A query at position ``i`` sees only positions ``i - window + 1 .. i``, so older keys are
+    never needed again: position ``p`` is written to slot ``p % window``, over the key that was
+    ``window`` positions before it. Memory stays ``window`` positions however long the text.
+
+    ``keys``/``values``: ``(batch, kv_heads, window, d_head)`` buffers (allocated on first use);
+    ``len(cache)`` is the number of positions **seen** (the next position), not the slots.
+    :meth:`append` returns the kept keys in position order followed by the new ones, i.e. the
+    last ``min(seen, window) + n_new`` positions; the attention masks what is too old
+    (:func:`~course_lib.nn.attention.sliding_window_mask` with ``n_keys``).
+    """
+
+    def __init__(self, window: int) -> None:
+        super().__init__()
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise ValueError(f"window must be an integer >= 1 (positions kept), got {window!r}")
+        self.window = window
+        self.seen = 0  # positions written so far
+
+    def __len__(self) -> int:
+        return self.seen
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Add ``k``, ``v`` ``(batch, kv_heads, n_new, d_head)``; return the kept and the new
+        positions in order, ``(batch, kv_heads, min(seen, window) + n_new, d_head)``."""
+        w, n_new = self.window, k.shape[-2]
+        kept = torch.arange(max(0, self.seen - w), self.seen, device=k.device)  # positions held
+        if self.keys is None:
+            self.keys = k.new_zeros(*k.shape[:2], w, k.shape[-1])  # (B, n_kv, window, d_head)
+            self.values = v.new_zeros(*v.shape[:2], w, v.shape[-1])
+        keys = torch.cat([self.keys[:, :, kept % w], k], dim=-2)  # (B, n_kv, kept + n_new, d)
+        values = torch.cat([self.values[:, :, kept % w], v], dim=-2)
+        last = torch.arange(max(self.seen, self.seen + n_new - w), self.seen + n_new)
+        self.keys[:, :, last % w] = k[:, :, last - self.seen]  # position p -> slot p % window
+        self.values[:, :, last % w] = v[:, :, last - self.seen]
+        self.seen += n_new
+        return keys, values
+
+
 class KVCache:
     """Keys and values of every layer of a decoder, for the positions processed so far.
 
@@ -64,14 +105,16 @@ class KVCache:
     def __init__(self) -> None:
         self.layers: list[LayerKVCache] = []
 
-    def layer(self, index: int) -> LayerKVCache:
-        """The cache of layer ``index`` (0-based), created if it is the next one."""
+    def layer(self, index: int, new=LayerKVCache) -> LayerKVCache:
+        """The cache of layer ``index`` (0-based), created by ``new()`` if it is the next one
+        (a sliding-window layer passes its ``new_cache``: a ring buffer)."""
         if index == len(self.layers):
-            self.layers.append(LayerKVCache())
+            self.layers.append(new())
         return self.layers[index]
 
     def __len__(self) -> int:
-        """Number of positions cached (those of layer 0; every layer holds the same after a call)."""
+        """Number of positions seen (those of layer 0; every layer has seen the same after a
+        call; a sliding-window layer keeps fewer)."""
         return len(self.layers[0]) if self.layers else 0
 
     def numel(self) -> int:

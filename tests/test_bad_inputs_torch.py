@@ -1004,6 +1004,13 @@ CASES = [
      "cache keeps a window of 2 positions but this layer's window is 3"),
     (modern.router_logits, (MODERN_S,), {}, ValueError, "model has no router logits"),
     (modern.router_logits, (None,), {}, TypeError, "model must be a ModernLM, got NoneType"),
+    (modern.modern_parameter_count, (None,), {}, TypeError, "config must be a ModernConfig, got NoneType"),
+    (modern.modern_parameter_count, (MODERN_S,), {}, TypeError, "config must be a ModernConfig, got ModernLM"),
+    (modern.modern_parameter_count, (configs.TINY_GPT_CONFIG,), {}, TypeError, "got GPTConfig"),
+    (modern.kv_cache_bytes_for, (MODERN_S.config, 0), {}, ValueError, "seq_len must be >= 1, got 0"),
+    (modern.kv_cache_bytes_for, (MODERN_S.config, 4), {"bytes_per_value": 0}, ValueError,
+     "bytes_per_value must be >= 1, got 0"),
+    (modern.kv_cache_bytes_for, (MODERN_S, 4), {}, TypeError, "config must be a ModernConfig, got ModernLM"),
     (modern.router_logits, (GPT_S,), {}, TypeError, "model must be a ModernLM, got GPT"),
 ]  # fmt: skip
 

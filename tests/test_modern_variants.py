@@ -20,7 +20,14 @@ from transformers import (
 )
 from transformers.utils import logging as hf_logging
 
-from course_lib import KVCache, ModernLM, generate, router_logits
+from course_lib import (
+    KVCache,
+    ModernLM,
+    generate,
+    kv_cache_bytes_for,
+    modern_parameter_count,
+    router_logits,
+)
 from course_lib.configs import MLAConfig, ModernConfig, MoEConfig
 from course_lib.interop import from_hf
 from course_lib.nn import MixtureOfExperts, MultiHeadLatentAttention, load_balancing_loss
@@ -168,3 +175,49 @@ def test_unsupported_settings_are_refused_by_name():
         MoEConfig(8, 9, 16)
     with pytest.raises(ValueError, match="kv_lora_rank=96 does not fit"):
         ModernConfig(50, 32, 4, 4, 1, 48, mla=MLAConfig(96, 8, 4, 8))
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_parameter_count_in_closed_form(name):
+    hf = _random(MODELS[name])
+    ours = from_hf(hf)
+    counts = modern_parameter_count(ours.config)
+    assert counts["total"] == hf.num_parameters() == sum(p.numel() for p in ours.parameters())
+    moe = ours.config.moe
+    if moe is None:
+        assert counts["active"] == counts["total"]
+    else:  # one token skips (E - k) experts in every MoE layer
+        per_expert = sum(p.numel() for p in ours.blocks[-1].ffn.experts[0].parameters())
+        moe_layers = ours.config.num_layers - moe.first_dense_layers
+        skipped = moe_layers * (moe.num_experts - moe.top_k) * per_expert
+        assert counts["total"] - counts["active"] == skipped
+
+
+def test_published_totals_and_active_parameters():
+    # the configs' numbers as in their config.json; totals as their model cards state them
+    deepseek = ModernConfig(129280, 7168, 128, 128, 61, 18432,
+                            mla=MLAConfig(512, 128, 64, 128, 1536),
+                            moe=MoEConfig(256, 8, 2048, scoring="sigmoid", scaling=2.5,
+                                          num_groups=8, top_groups=4, shared_d_ff=2048,
+                                          first_dense_layers=3))  # fmt: skip
+    qwen = ModernConfig(151936, 2048, 32, 4, 48, 6144, d_head=128, qk_norm=True,
+                        moe=MoEConfig(128, 8, 768))  # fmt: skip
+    mixtral = ModernConfig(32000, 4096, 32, 8, 32, 14336, moe=MoEConfig(8, 2, 14336))
+    for config, total, active in ((deepseek, 671e9, 37e9), (qwen, 30.5e9, 3.3e9),
+                                  (mixtral, 46.7e9, 12.9e9)):  # fmt: skip
+        counts = modern_parameter_count(config)
+        assert abs(counts["total"] / total - 1) < 0.005, counts
+        assert abs(counts["active"] / active - 1) < 0.02, counts
+
+
+@pytest.mark.parametrize("kind", ["gqa", "sliding", "mla"])
+def test_cache_bytes_formula_equals_the_cache_filled(kind):
+    extra = {"gqa": {}, "sliding": dict(sliding_window=5, layer_types=(
+        "sliding_attention", "full_attention", "sliding_attention")),
+             "mla": dict(mla=MLAConfig(8, 8, 4, 8))}[kind]  # fmt: skip
+    model = ModernLM(ModernConfig(50, 32, 4, 4 if kind == "mla" else 2, 3, 48, **extra)).eval()
+    cache = KVCache()
+    with torch.no_grad():
+        model(torch.randint(0, 50, (2, 9)), cache)
+        model(torch.randint(0, 50, (2, 1)), cache)
+    assert kv_cache_bytes_for(model.config, 10, batch=2, bytes_per_value=4) == cache.numel() * 4

@@ -478,6 +478,11 @@ VALID_TORCH = [
         ),
     ),
     (MultiHeadLatentAttention(8, 2, 4, 4, 2, 4).forward, dict(x=X, cache=None)),
+    (modern.modern_parameter_count, dict(config=MODERN_S.config)),
+    (
+        modern.kv_cache_bytes_for,
+        dict(config=MODERN_S.config, seq_len=5, batch=1, bytes_per_value=2),
+    ),
     (
         configs.TinyBertConfig,
         dict(

@@ -25,7 +25,7 @@ import math
 import torch
 from torch import nn
 
-from .._validation import check_type, inner_checks_off
+from .._validation import check_positive_int, check_type, inner_checks_off
 from ..configs import ModernConfig
 from ..nn import (
     KVCache,
@@ -39,7 +39,7 @@ from ..nn import (
 )
 from .gpt import check_lm_input
 
-__all__ = ["ModernLM", "router_logits"]
+__all__ = ["ModernLM", "router_logits", "modern_parameter_count", "kv_cache_bytes_for"]
 
 
 def _attention(c: ModernConfig, layer: int) -> nn.Module:
@@ -147,3 +147,63 @@ def router_logits(model: ModernLM) -> list[torch.Tensor]:
             "you must run the model on a batch first"
         )
     return logits
+
+
+def modern_parameter_count(config: ModernConfig) -> dict[str, int]:
+    """Parameters of ``ModernLM(config)`` in closed form, without building it: ``{"total": ...,
+    "active": ...}``, where *active* counts what one token uses (the router, ``top_k`` routed
+    experts and the shared expert of each MoE layer; every other weight). A tied head is
+    counted once. ``tests/test_modern_variants.py`` holds it to ``count_parameters`` and to
+    ``transformers``' ``num_parameters()``."""
+    c = check_type(config, "config", ModernConfig)
+    d, h = c.d_model, c.num_heads
+    total = c.vocab_size * d * (1 if c.tie_weights else 2) + d  # embedding, head, final norm
+    idle = 0
+    for layer in range(c.num_layers):
+        total += 2 * d  # the two RMSNorms of the block
+        if c.mla is not None:
+            m = c.mla
+            d_qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+            total += (d * h * d_qk if m.q_lora_rank is None
+                      else d * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * h * d_qk)  # fmt: skip
+            total += d * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank  # down + norm
+            total += m.kv_lora_rank * h * (m.qk_nope_head_dim + m.v_head_dim)  # up
+            total += h * m.v_head_dim * d  # W_o
+        else:
+            dh = c.head_width
+            total += 2 * d * h * dh + 2 * d * c.num_kv_heads * dh + (2 * dh if c.qk_norm else 0)
+        e = c.moe
+        if e is None or layer < e.first_dense_layers:
+            total += 3 * d * c.d_ff
+            continue
+        expert = 3 * d * e.d_ff
+        total += d * e.num_experts + e.num_experts * expert
+        total += 0 if e.shared_d_ff is None else 3 * d * e.shared_d_ff
+        idle += (e.num_experts - e.top_k) * expert
+    return {"total": total, "active": total - idle}
+
+
+def kv_cache_bytes_for(
+    config: ModernConfig, seq_len: int, batch: int = 1, bytes_per_value: int = 2
+) -> int:
+    """Bytes the cache of ``ModernLM(config)`` holds after ``seq_len`` positions.
+
+    Per layer and position: ``2 * kv_heads * d_head`` numbers (keys and values) for attention,
+    ``kv_lora_rank + qk_rope_head_dim`` for latent attention; a sliding-window layer keeps
+    ``min(seq_len, sliding_window)`` positions. ``bytes_per_value``: 2 for bf16/fp16, 4 for
+    float32. (lecture 13's :func:`~course_lib.kv_cache_bytes` is the plain GQA case.)
+    """
+    c = check_type(config, "config", ModernConfig)
+    seq_len = check_positive_int(seq_len, "seq_len")
+    batch = check_positive_int(batch, "batch")
+    bytes_per_value = check_positive_int(bytes_per_value, "bytes_per_value")
+    numbers = 0
+    for layer in range(c.num_layers):
+        if c.mla is not None:
+            numbers += seq_len * (c.mla.kv_lora_rank + c.mla.qk_rope_head_dim)
+            continue
+        kept = seq_len
+        if c.layer_type(layer) == "sliding_attention":
+            kept = min(seq_len, c.sliding_window)
+        numbers += 2 * kept * c.num_kv_heads * c.head_width
+    return numbers * batch * bytes_per_value

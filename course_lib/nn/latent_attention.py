@@ -31,8 +31,9 @@ __all__ = ["MultiHeadLatentAttention", "check_latent_sizes"]
 
 
 def check_latent_sizes(
-    num_heads, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, q_lora_rank=None
-) -> None:
+    num_heads: int | None, kv_lora_rank: int, qk_nope_head_dim: int, qk_rope_head_dim: int,
+    v_head_dim: int, q_lora_rank: int | None = None,
+) -> None:  # fmt: skip
     """The sizes of :class:`MultiHeadLatentAttention`: positive, an even RoPE width, and a
     latent smaller than the keys and values it stands for (``heads * (d_nope + d_v)``; not
     checked when ``num_heads`` is None)."""

@@ -44,7 +44,7 @@ __all__ = [
 SCORINGS = ("softmax", "sigmoid")
 
 
-def check_top_k(top_k, num_experts, name: str = "top_k") -> int:
+def check_top_k(top_k: int, num_experts: int, name: str = "top_k") -> int:
     """``1 <= top_k <= num_experts``, else a ValueError naming ``top_k``."""
     num_experts = check_positive_int(num_experts, "num_experts")
     if check_positive_int(top_k, name) > num_experts:
@@ -238,7 +238,9 @@ class MixtureOfExperts(nn.Module):
         return out.view(x.shape)
 
 
-def load_balancing_loss(router_logits, top_k: int) -> torch.Tensor:
+def load_balancing_loss(
+    router_logits: torch.Tensor | list[torch.Tensor] | tuple[torch.Tensor, ...], top_k: int
+) -> torch.Tensor:
     """Switch Transformer's auxiliary loss, as ``transformers``' ``load_balancing_loss_func``::
 
         f_e = (tokens with e among their top-k) / T     sums to top_k over the experts

@@ -310,7 +310,7 @@ def check_mla_cache(student_fn, *, seed: int = 0) -> None:
     ex = "16.4"
     rng = hidden_rng(seed, 1640)
     for c in _hidden_configs(seed):
-        for seq_len, batch, bpv in ((1, 1, 2), (int(rng.integers(100, 5000)), int(rng.integers(1, 5)), 2),
+        for seq_len, batch, bpv in ((4096, 2, 2), (int(rng.integers(100, 5000)), int(rng.integers(1, 5)), 2),
                                     (int(rng.integers(10, 300)), 1, 4)):  # fmt: skip
             got = call_student(ex, student_fn, dict(c), seq_len, batch, bpv)
             what = (f"{c['num_hidden_layers']} layers, kv_lora_rank {c['kv_lora_rank']}, "

@@ -15,6 +15,13 @@ what differs is what the last six years changed::
 
 :func:`course_lib.interop.from_hf` copies a ``transformers.LlamaForCausalLM`` (the tests hold the copy to
 its logits to 1e-5 in float32, and its greedy ``generate`` to ours token for token).
+
+Lecture 16's models are the same class with other blocks, chosen by the config: ``qk_norm``
+(Qwen3), ``sliding_window`` and ``layer_types`` (Mistral; Gemma/Qwen3 local and global layers,
+each sliding layer with a ring-buffer cache), ``moe=MoEConfig(...)`` (Mixtral, Qwen3-MoE,
+DeepSeek-V3's experts) and ``mla=MLAConfig(...)`` (DeepSeek-V3's latent attention).
+``from_hf`` copies ``Mistral``, ``Mixtral``, ``Qwen3``, ``Qwen3Moe`` and ``DeepseekV3``
+``ForCausalLM`` models; the tests hold them to 1e-4 and to ``generate`` token for token.
 """
 
 from __future__ import annotations

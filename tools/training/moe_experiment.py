@@ -1,7 +1,7 @@
 """Maintainer's tool: lecture 16's experiment, a dense model against mixtures of experts.
 
-    python -m tools.moe_experiment                 # writes course_lib/data/moe_experiment.json
-    python -m tools.moe_experiment --steps 40 --seeds 0 --out /tmp/moe.json   # a quick trial
+    python -m tools.training.moe_experiment                 # writes course_lib/data/moe_experiment.json
+    python -m tools.training.moe_experiment --steps 40 --seeds 0 --out /tmp/moe.json   # a quick trial
 
 Four settings of lecture 13's ModernLM (D = 64, 4 heads, 2 KV heads, 2 layers, tied
 embeddings, a 64-token context, lecture 11's corpus and byte-level BPE of 512 tokens); only the
@@ -41,7 +41,7 @@ from course_lib.data.language_modeling import evaluate_lm, lm_corpus, random_win
 from course_lib.nn import load_balancing_loss
 from course_lib.training import learning_rate_at, train_step
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TABLE = ROOT / "course_lib" / "data" / "moe_experiment.json"
 
 VOCAB, D, HEADS, KV_HEADS, LAYERS, CONTEXT = 512, 64, 4, 2, 2, 64
@@ -179,7 +179,7 @@ def main() -> None:
             print(f"{setting:20s} seed {seed}: held-out {record['held_out']:.4f}, "
                   f"{record['cpu_ms_per_step']:.1f} CPU-ms/step", flush=True)  # fmt: skip
     table = {
-        "about": "lecture 16: dense vs mixture of experts; python -m tools.moe_experiment",
+        "about": "lecture 16: dense vs mixture of experts; python -m tools.training.moe_experiment",
         "config": {
             "vocab_size": corpus.vocab_size,
             "d_model": D,

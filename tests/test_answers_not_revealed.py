@@ -58,6 +58,8 @@ ANSWERS = {
     "12.3": ("12_fine_tuning", [(["(1e-4, 7)", "(0.0001, 7)"], [""])]),
     "12.4": ("12_fine_tuning", [(["332"], ["wins", "right only"]), (["147"], ["right only"])]),
     "13.3": ("13_modern_transformer", [(["np.tile"], ["not"])]),
+    "16.1": ("16_open_models", [(_numbers(0.7 / 0.9) + _numbers(0.2 / 0.9), ["weight"])]),
+    "16.4": ("16_open_models", [(["575668224", "575,668,224"], [""])]),
     "3.4": ("03_multi_head_attention", [(["3 h d_{head} + d_{model}"], [""])]),
     "11.3": (
         "11_gpt",

@@ -105,9 +105,9 @@ def check_top_k_routing(student_fn, *, seed: int = 0) -> None:
     ex = "16.1"
     rng = hidden_rng(seed, 161)
     cases = [
-        ("one token, logits log([0.5, 0.3, 0.2]), k = 2, renormalised",
-         np.log(np.array([[0.5, 0.3, 0.2]])), 2, True),
-        ("the same token, k = 2, NOT renormalised", np.log(np.array([[0.5, 0.3, 0.2]])), 2, False),
+        ("one token, logits log([0.2, 0.7, 0.1]), k = 2, renormalised",
+         np.log(np.array([[0.2, 0.7, 0.1]])), 2, True),
+        ("the same token, k = 2, NOT renormalised", np.log(np.array([[0.2, 0.7, 0.1]])), 2, False),
         ("random logits (6 tokens, 8 experts), k = 2, renormalised", rng.normal(size=(6, 8)) * 2,
          2, True),
         ("random logits (5 tokens, 6 experts), k = 3, not renormalised",
@@ -227,7 +227,7 @@ def check_window_mask(student_fn, *, seed: int = 0) -> None:
     ex = "16.3"
     rng = hidden_rng(seed, 163)
     cases = [
-        ("a prompt of 6 tokens, window 3 (start 0, all 6 keys)", 0, 6, 3, 6),
+        ("a prompt of 7 tokens, window 2 (start 0, all 7 keys)", 0, 7, 2, 7),
         ("one new token at position 9, a ring buffer of 4 kept keys + itself, window 4",
          9, 1, 4, 5),
         ("3 new tokens at positions 5..7 after a ring buffer of 4, window 4", 5, 3, 4, 7),

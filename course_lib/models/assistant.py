@@ -53,6 +53,7 @@ ASSISTANT_CHECKPOINTS = {
     "tuned": DATA / "assistant_tuned.pt",  # full fine-tuning from lecture 11's GPT
     "lora": DATA / "assistant_lora.pt",  # LoRA adapters on lecture 11's GPT
     "dpo": DATA / "assistant_dpo.pt",  # LoRA adapters trained with DPO on the tuned model
+    "grpo": DATA / "assistant_grpo.pt",  # LoRA adapters trained with GRPO (tools.train_rl)
 }
 
 
@@ -198,7 +199,8 @@ def load_assistant(name: str = "tuned", path: str | Path | None = None) -> tuple
     metadata (training settings, CPU time, scores, stored replies).
 
     ``"tuned"``: lecture 11's GPT fully fine-tuned on instructions; ``"lora"``: that GPT with
-    LoRA adapters instead; ``"dpo"``: the tuned model plus LoRA adapters trained with DPO.
+    LoRA adapters instead; ``"dpo"``: the tuned model plus LoRA adapters trained with DPO;
+    ``"grpo"``: the tuned model plus LoRA adapters trained with GRPO (lecture 17).
     Adapters are merged on load: every model comes back as a plain :class:`GPT` in eval mode.
     ``path``: another file of that kind (the model it adapts is looked for in its folder).
     """

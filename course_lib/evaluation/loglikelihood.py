@@ -20,6 +20,8 @@ causal LMs (``model(ids).logits``; the window from the config, as lm-eval reads 
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 
@@ -37,7 +39,7 @@ def _is_hf_tokenizer(tokenizer) -> bool:
     return type(tokenizer).__module__.startswith("transformers.")
 
 
-def prefix_token_id(tokenizer) -> int | None:
+def prefix_token_id(tokenizer: Any) -> int | None:
     """The token lm-eval puts before a continuation whose context is empty: BOS, else EOS
     (``transformers`` tokenizers); ``<|endoftext|>`` for the course's byte-level tokenizers
     (GPT-2's document separator, which GPT-2 uses as both); None when there is none."""
@@ -51,7 +53,7 @@ def prefix_token_id(tokenizer) -> int | None:
     return None
 
 
-def encode_text(tokenizer, text: str, add_special_tokens: bool | None = None) -> list[int]:
+def encode_text(tokenizer: Any, text: str, add_special_tokens: bool | None = None) -> list[int]:
     """Token ids of ``text`` as lm-eval's ``HFLM.tok_encode`` makes them.
 
     ``transformers`` tokenizers: ``tokenizer.encode(text)`` with the tokenizer's own default
@@ -81,7 +83,7 @@ def encode_text(tokenizer, text: str, add_special_tokens: bool | None = None) ->
     return [int(i) for i in tokenizer.encode(text)]
 
 
-def encode_pair(tokenizer, context: str, continuation: str) -> tuple[list[int], list[int]]:
+def encode_pair(tokenizer: Any, context: str, continuation: str) -> tuple[list[int], list[int]]:
     """``(context_ids, continuation_ids)`` as lm-eval splits a request.
 
     Trailing spaces of the context move to the front of the continuation (``"Answer: "`` +
@@ -112,7 +114,7 @@ def encode_pair(tokenizer, context: str, continuation: str) -> tuple[list[int], 
     return context_ids, whole[len(context_ids) :]
 
 
-def context_window(model, tokenizer=None) -> int:
+def context_window(model: torch.nn.Module, tokenizer: Any = None) -> int:
     """How many tokens the model reads at once: ``model.context_length`` (the course's
     models); for ``transformers`` models, as lm-eval: the config's ``n_positions``,
     ``max_position_embeddings`` or ``n_ctx``, else the tokenizer's ``model_max_length``,
@@ -163,7 +165,8 @@ def _logits(model, ids: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def loglikelihood(
-    model, tokenizer, requests: list[tuple[str, str]], *, batch_size: int = 8,
+    model: torch.nn.Module, tokenizer: Any, requests: list[tuple[str, str]], *,
+    batch_size: int = 8,
     max_length: int | None = None,
 ) -> list[tuple[float, bool]]:  # fmt: skip
     """lm-eval's ``loglikelihood`` request: for each ``(context, continuation)``, the sum of

@@ -19,6 +19,7 @@ import numbers
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import as_float_array, check_choice, check_str
 
@@ -60,7 +61,10 @@ def choice_requests(
 
 
 def choice_scores(
-    loglikelihoods, choices: Sequence[str], rule: str = "acc", token_counts=None
+    loglikelihoods: ArrayLike,
+    choices: Sequence[str],
+    rule: str = "acc",
+    token_counts: ArrayLike | None = None,
 ) -> np.ndarray:
     """``(n_choices,)``: the number each rule maximises (see the module docstring)."""
     choices = check_choices(choices)
@@ -86,13 +90,22 @@ def choice_scores(
     return ll / counts
 
 
-def choose(loglikelihoods, choices: Sequence[str], rule: str = "acc", token_counts=None) -> int:
+def choose(
+    loglikelihoods: ArrayLike,
+    choices: Sequence[str],
+    rule: str = "acc",
+    token_counts: ArrayLike | None = None,
+) -> int:
     """The index of the chosen answer: the argmax of :func:`choice_scores`, first on a tie."""
     return int(np.argmax(choice_scores(loglikelihoods, choices, rule, token_counts)))
 
 
 def is_correct(
-    loglikelihoods, choices: Sequence[str], gold: int, rule: str = "acc", token_counts=None
+    loglikelihoods: ArrayLike,
+    choices: Sequence[str],
+    gold: int,
+    rule: str = "acc",
+    token_counts: ArrayLike | None = None,
 ) -> bool:
     """Whether ``rule`` picks the gold choice: one item's 0/1 score."""
     check_choices(choices, gold)
@@ -100,7 +113,11 @@ def is_correct(
 
 
 def correct_per_item(
-    loglikelihoods, choices, gold, rule: str = "acc", token_counts=None
+    loglikelihoods: Sequence,
+    choices: Sequence,
+    gold: Sequence,
+    rule: str = "acc",
+    token_counts: Sequence | None = None,
 ) -> np.ndarray:
     """``(n_items,)`` booleans: :func:`is_correct` of every item; each argument holds one entry
     per item (``token_counts`` only for ``"per_token"``)."""

@@ -16,13 +16,14 @@ The interval excludes 0 when one model is better on these items beyond resamplin
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import check_positive_int, check_probability
 
 __all__ = ["correct_array", "paired_bootstrap"]
 
 
-def correct_array(correct, name: str = "correct") -> np.ndarray:
+def correct_array(correct: ArrayLike, name: str = "correct") -> np.ndarray:
     """``correct`` (0/1 or False/True per item, at least one) as a float array."""
     try:
         c = np.asarray(correct, dtype=float)
@@ -42,7 +43,12 @@ def correct_array(correct, name: str = "correct") -> np.ndarray:
 
 
 def paired_bootstrap(
-    correct_a, correct_b, *, n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0
+    correct_a: ArrayLike,
+    correct_b: ArrayLike,
+    *,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
 ) -> dict[str, float]:
     """Model A minus model B on the same items: ``{"difference", "low", "high", "p_a_not_better"}``.
 

@@ -144,6 +144,15 @@ def _filled_cache(model, n: int = 3, batch: int = 1) -> KVCache:
     return cache
 
 
+def _ascii_bytes_tokenizer():
+    """A byte-level BPE whose vocabulary lacks the bytes 128-255 (no merges, no unk)."""
+    from course_lib.tokenization.bpe import BPETokenizer
+    from course_lib.tokenization.byte_level import bytes_to_unicode
+
+    chars = [c for b, c in bytes_to_unicode().items() if b < 128]
+    return BPETokenizer({c: i for i, c in enumerate(chars)}, [], byte_level=True)
+
+
 def _layer_cache(batch: int, kv_heads: int, d_head: int) -> LayerKVCache:
     cache = LayerKVCache()
     cache.append(torch.ones(batch, kv_heads, 2, d_head), torch.ones(batch, kv_heads, 2, d_head))
@@ -962,6 +971,11 @@ CASES = [
      4.0, ["w_q", "w_x"]), {}, ValueError, "the model has no nn.Linear named ['w_x']"),
     (ins.preference_pair, (ins.make_instruction("first", ("cat", "dog", "cat"), 0),), {}, ValueError,
      "the typical mistake for 'first'"),
+    (_ascii_bytes_tokenizer().encode, ("h\u00e9",), {}, ValueError,
+     "byte 0xc3 ('\u00c3') is not in the byte-level vocabulary and there is no unk_token"),
+    (_ascii_bytes_tokenizer().encode, (3,), {}, TypeError, "text must be a str"),
+    (_ascii_bytes_tokenizer().encode, ("\ud800",), {}, ValueError,
+     "text has '\\ud800' at index 0, a lone surrogate"),
     (dpo.dpo_loss, (torch.tensor([0.5]), torch.tensor([-1.0]), torch.tensor([-1.0]),
      torch.tensor([-1.0])), {}, ValueError, "policy_chosen_logps must hold log-probabilities (<= 0)"),
     (dpo.dpo_nll_loss, (*[torch.tensor([-1.0])] * 4, torch.tensor([3.0])), {"nll_weight": float("inf")},

@@ -39,6 +39,7 @@ _TORCH_MODULES = (
     "models.lora",
     "models.modern",
     "models.ngram",
+    "models.rl",
     "nn",
     "training",
 )

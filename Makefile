@@ -101,8 +101,10 @@ check-pythons: $(STAMP)
 # Your own copy of a lecture's exercises in the git-ignored my-work/ (never overwritten):
 # make start NB=01 (or 1, 01_softmax)   ->   my-work/01_softmax_exercises.ipynb
 # NB reaches the script through the environment (never a shell command line).
+# make start NB=q01 (or q1, 01_softmax_quiz)  ->   my-work/01_softmax_quiz.ipynb
+# A refusal ends with the course's message (the list of lectures), not make's "Error 1" line.
 start:
-	@$(PYTHON_ANY) tools/dev/start.py "$$NB"
+	@$(PYTHON_ANY) tools/dev/start.py "$$NB" || true
 
 # Take the course's updates: your changed files that the update would overwrite (run lectures,
 # answers typed into exercises/) are copied to my-work/kept-<date-time>/ first, then git pulls.

@@ -56,7 +56,7 @@ _INNER = "an inner step run unchecked inside a checked forward; its door is {}"
 _GIVEN = {
     "given": ("halves_encoding", "mystery_attention", "shipped_sweep", "shipped_test_predictions"),
     "given_torch": ("make_layer", "scripted_model", "tiny_translator", "read_only_tensor",
-                    "exercise_model"),
+                    "exercise_model", "lm_tokenizer_512"),
 }  # fmt: skip
 _GIVEN_REASON = (
     "an exercise notebook's given input or a check's Built factory, called with the course's "
@@ -97,6 +97,7 @@ EXEMPT: dict[str, str] = {
     "course_lib.data.chat:load_chat_tokenizer": _NO_ARGS.format("the shipped tokenizer + chat"),
     "course_lib.data.instructions:instruction_words": _NO_ARGS.format("the fixed word split"),
     "course_lib.data.instructions:Instruction": _RECORD.format("make_instruction"),
+    "course_lib.models.rl:GRPOLog": _RECORD.format("grpo_train"),
     "course_lib.quiz:Choice": _RECORD.format("load_quiz (which validates the file)"),
     "course_lib.quiz:Mistake": _RECORD.format("load_quiz (which validates the file)"),
     "course_lib.quiz:Item": _RECORD.format("load_quiz (which validates the file)"),

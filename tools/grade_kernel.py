@@ -33,6 +33,9 @@ import struct
 import sys
 
 MAX_MESSAGE = 64 * 2**20  # bytes; a larger answer is refused ("too much data")
+# JSON values in one message (an array counts as one): a reply of millions of tiny lists would
+# cost the grader ~100 bytes each to parse and decode.
+MAX_ELEMENTS = 2**21
 # The only record kinds decode() accepts (anything else is "bad message"), and the only bit
 # generators a "generator" record may name.
 KINDS = ("int", "float", "tuple", "dict", "ndarray", "objarray", "npscalar", "tensor",
@@ -67,9 +70,22 @@ def _npy(arr) -> str:
 
 
 def _from_npy(text: str):
+    """The array of a ``.npy`` text, refused unless its header's shape and dtype account for
+    exactly the bytes sent (numpy would first allocate whatever shape a header claims)."""
     import numpy as np
 
-    return np.load(io.BytesIO(base64.b64decode(text)), allow_pickle=False)
+    data = base64.b64decode(text)
+    buf = io.BytesIO(data)
+    fmt = np.lib.format
+    version = fmt.read_magic(buf)
+    if version not in ((1, 0), (2, 0)):
+        raise ValueError(f"bad message: .npy version {version}")
+    read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+    shape, _, dtype = read_header(buf)
+    if dtype.hasobject or math.prod(shape) * dtype.itemsize != len(data) - buf.tell():
+        raise ValueError("bad message: an array's header does not match its data")
+    buf.seek(0)
+    return np.load(buf, allow_pickle=False)
 
 
 def encode(x, depth: int = 0):
@@ -94,7 +110,7 @@ def encode(x, depth: int = 0):
         }
     if np is not None and isinstance(x, np.ndarray):
         if x.dtype.kind in "biufcUS":
-            return {"t": "ndarray", "npy": _npy(np.ascontiguousarray(x))}
+            return {"t": "ndarray", "npy": _npy(x)}  # any layout, any shape (0-d stays 0-d)
         return {
             "t": "objarray",
             "shape": list(x.shape),
@@ -149,12 +165,23 @@ def encode_argument(x):
     return tree
 
 
-def decode(t, build=None):
-    """The value of an :func:`encode` tree: builtins, numpy, torch only (never pickle)."""
+def decode(t, build=None, budget: int = 0):
+    """The value of an :func:`encode` tree: builtins, numpy, torch only (never pickle).
+
+    At most ``budget`` (default :data:`MAX_ELEMENTS`) records and values are decoded (an array
+    is one, its bytes are bounded by the message): a reply of millions of empty lists is refused,
+    not built ("bad message: more than ... elements")."""
+    return _decode(t, build, [budget or MAX_ELEMENTS])
+
+
+def _decode(t, build, left: list[int]):
+    left[0] -= 1
+    if left[0] < 0:
+        raise ValueError(f"bad message: more than {MAX_ELEMENTS:,} elements")
     if t is None or type(t) in (bool, int, float, str):
         return t
     if type(t) is list:
-        return [decode(v, build) for v in t]
+        return [_decode(v, build, left) for v in t]
     if type(t) is not dict:
         raise ValueError(f"bad message: {type(t).__name__}")
     kind = t.get("t")
@@ -165,16 +192,16 @@ def decode(t, build=None):
     if kind == "float":
         return float(t["v"])
     if kind == "tuple":
-        return tuple(decode(v, build) for v in t["v"])
+        return tuple(_decode(v, build, left) for v in t["v"])
     if kind == "dict":
-        return {decode(k, build): decode(v, build) for k, v in t["v"]}
+        return {_decode(k, build, left): _decode(v, build, left) for k, v in t["v"]}
     if kind == "ndarray":
         return _from_npy(t["npy"])
     if kind == "objarray":
         import numpy as np
 
         arr = np.empty(len(t["v"]), dtype=object)
-        arr[:] = [decode(v, build) for v in t["v"]]
+        arr[:] = [_decode(v, build, left) for v in t["v"]]
         return arr.reshape([int(s) for s in t["shape"]])
     if kind == "npscalar":
         return _from_npy(t["npy"])[()]
@@ -185,7 +212,7 @@ def decode(t, build=None):
     if kind == "generator":
         import numpy as np
 
-        state = decode(t["state"], build)
+        state = _decode(t["state"], build, left)
         name = state.get("bit_generator") if isinstance(state, dict) else None
         if name not in BIT_GENERATORS:  # never getattr on a name the notebook chose
             raise ValueError(f"bad message: unknown bit generator {str(name)[:40]!r}")
@@ -195,7 +222,7 @@ def decode(t, build=None):
     if kind == "built":
         if build is None:
             raise ValueError("a Built recipe is only built on the student's side")
-        return build(t["factory"], decode(t["kwargs"], build))
+        return build(t["factory"], _decode(t["kwargs"], build, left))
     if kind == "opaque":
         return _opaque(str(t.get("type", "object")), str(t.get("repr", ""))[:300])
     raise AssertionError(kind)  # every kind of KINDS is decoded above
@@ -204,11 +231,16 @@ def decode(t, build=None):
 # --- framing ------------------------------------------------------------------------------------
 
 
-def send(fd: int, message) -> None:
+def frame(message) -> bytes:
+    """``message`` as sent: a 4-byte length, then its JSON (``toolarge`` past MAX_MESSAGE)."""
     data = json.dumps(message, allow_nan=False).encode()
     if len(data) > MAX_MESSAGE:
         data = json.dumps({"toolarge": len(data)}).encode()
-    data = struct.pack("!I", len(data)) + data
+    return struct.pack("!I", len(data)) + data
+
+
+def send(fd: int, message) -> None:
+    data = frame(message)
     while data:
         data = data[os.write(fd, data) :]
 
@@ -222,6 +254,11 @@ def _read_exactly(fd: int, n: int) -> bytes:
         chunks.append(chunk)
         got += len(chunk)
     return b"".join(chunks)
+
+
+def elements(data: bytes) -> int:
+    """An upper bound on the JSON values in ``data`` (``.npy`` texts are base64: no ``[{,``)."""
+    return data.count(b"[") + data.count(b"{") + data.count(b",") + 1
 
 
 def receive(fd: int):

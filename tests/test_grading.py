@@ -147,7 +147,7 @@ def _scalar_forms() -> dict:
 def test_every_scalar_form_crosses_unchanged(name):
     value = _scalar_forms()[name]
     back = grade_kernel.decode(json.loads(json.dumps(grade_kernel.encode(value))))
-    for got, sent in ([(back[0], value[0])] if isinstance(value, list) else [(back, value)]):
+    for got, sent in [(back[0], value[0])] if isinstance(value, list) else [(back, value)]:
         assert type(got) is type(sent), (type(got), type(sent))
         if isinstance(sent, (np.ndarray, np.generic, torch.Tensor)):
             assert got.shape == sent.shape and got.dtype == sent.dtype, (got, sent)

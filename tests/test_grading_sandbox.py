@@ -184,16 +184,16 @@ ATTACKS = {
     """,
     # The grader's session keyring (and the user and user-session keyrings): every key listed
     # there read, and the grader's key searched for by name. Nothing is reachable.
-    "session_keyring": f"""
+    "session_keyring": """
         import ctypes, platform, struct
         libc = ctypes.CDLL(None, use_errno=True)
         libc.syscall.restype = ctypes.c_long
-        L, KEYCTL = ctypes.c_long, {{'x86_64': 250, 'aarch64': 219}}[platform.machine()]
+        L, KEYCTL = ctypes.c_long, {'x86_64': 250, 'aarch64': 219}[platform.machine()]
         buf = ctypes.create_string_buffer(65536)
         got = []
         for ring in (-3, -4, -5, -2, -1):  # session, user, user-session, process, thread
             n = libc.syscall(L(KEYCTL), L(11), L(ring), buf, L(65536))  # KEYCTL_READ
-            for key in struct.unpack(f'{{max(n, 0) // 4}}i', buf.raw[:max(n, 0) // 4 * 4]):
+            for key in struct.unpack(f'{max(n, 0) // 4}i', buf.raw[:max(n, 0) // 4 * 4]):
                 m = libc.syscall(L(KEYCTL), L(11), L(key), buf, L(65536))
                 got.append(buf.raw[:max(m, 0)])
         key = libc.syscall(L(KEYCTL), L(10), L(-3), b'user', b'grader-secret', L(0))  # SEARCH
@@ -342,23 +342,6 @@ def _channel_notebooks():
             _with_cell(_wrapped(_CHANNEL.format(mine=b, theirs=a))))  # fmt: skip
 
 
-@pytest.fixture(scope="module", params=MODES)
-def graded_pair(request):
-    """The two classmates graded in parallel (--jobs 2)."""
-    if not sandbox_available()[0]:
-        pytest.skip("no sandbox on this machine")
-    folder = Path(tempfile.mkdtemp(prefix="channel-"))
-    folder.chmod(0o777)
-    try:
-        prefix = _as_user_prefix(USER_UID) if request.param == "user" and os.geteuid() == 0 else []
-        first, second = _channel_notebooks()
-        paths = [_save(folder / "class" / "01_channel_a.ipynb", first),
-                 _save(folder / "class" / "01_channel_b.ipynb", second)]  # fmt: skip
-        yield _grade(paths, folder / "grades.csv", prefix, "--jobs", "2")
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 FORGERY = """
 import os
 for fd in range(256):
@@ -469,6 +452,23 @@ def graded(request):
                             "--memory-mb", "1536")  # fmt: skip
         yield {"text": text, "rows": rows, "mode": request.param, "shm": _host_shm_keys() - before,
                "with_memory": with_memory}  # fmt: skip
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module", params=MODES)
+def graded_pair(request):
+    """The two classmates graded in parallel (--jobs 2)."""
+    if not sandbox_available()[0]:
+        pytest.skip("no sandbox on this machine")
+    folder = Path(tempfile.mkdtemp(prefix="channel-"))
+    folder.chmod(0o777)
+    try:
+        prefix = _as_user_prefix(USER_UID) if request.param == "user" and os.geteuid() == 0 else []
+        first, second = _channel_notebooks()
+        paths = [_save(folder / "class" / "01_channel_a.ipynb", first),
+                 _save(folder / "class" / "01_channel_b.ipynb", second)]  # fmt: skip
+        yield _grade(paths, folder / "grades.csv", prefix, "--jobs", "2")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

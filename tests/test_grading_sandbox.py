@@ -86,6 +86,23 @@ def test_only_listed_records_and_bit_generators_are_decoded():
             grade_kernel.decode({"t": kind, "v": "os"})
 
 
+def test_the_sandbox_leaves_the_graders_session_keyring():
+    """Before the sandbox drops privileges it joins a new, empty session keyring: a key of the
+    grader's session is no longer found (nor possessed); the seccomp filter then refuses keyctl
+    altogether (the notebooks of `graded` try to read the key)."""
+    code = _IN_KEYRING.split("os.execv")[0] + (
+        "from tools.grade_sandbox import _new_session_keyring\n"
+        "def search():\n"
+        "    return libc.syscall(L(nr['keyctl']), L(10), L(-3), b'user', b'grader-secret', L(0))\n"
+        "before = search()\n_new_session_keyring()\nprint(before > 0, search() > 0)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)  # fmt: skip
+    if r.returncode and "keyctl" in r.stderr + r.stdout:
+        pytest.skip(f"no keyrings here: {r.stderr.strip()[-200:]}")
+    assert r.stdout.split() == ["True", "False"], r.stdout + r.stderr
+
+
 # --- attack notebooks -------------------------------------------------------------------------
 
 HOST_NAME = socket.gethostname()

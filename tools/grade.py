@@ -5,10 +5,11 @@
 
 How a notebook is graded:
 
-1. **Identity.** The notebook is read as plain JSON (any malformed file gives a "not gradable"
-   row). Its lecture is the official exercise notebook (``exercises/``) whose cells it contains,
-   judged by content, never by file name or metadata; a file name whose lecture number
-   disagrees is reported. Everything official (templates, ``course_lib``, the checks) is loaded
+1. **Identity.** The notebook is read as plain JSON, from a regular file only (a symbolic link,
+   FIFO or device is refused, never followed; at most 20 MB + 1 byte is read); any malformed
+   file gives a "not gradable" row. Its lecture is the official exercise notebook
+   (``exercises/``) whose cells it contains, judged by content, never by file name or metadata;
+   a file name whose lecture number disagrees is reported. Everything official (templates, ``course_lib``, the checks) is loaded
    once, before any student code runs.
 2. **Sandbox.** The notebook runs in a fresh IPython process (``tools/grade_kernel.py``) that
    inherits nothing but its two pipes. On Linux (``tools/grade_sandbox.py``): new mount, PID,
@@ -17,7 +18,10 @@ How a notebook is graded:
    keys (the repository, ``solutions/`` and ``.git`` do not exist there); all writable space one size-limited tmpfs; ``/proc/sys`` read-only; never host root
    (an unprivileged uid of its own when the grader is root); no capabilities; pids and memory
    limits for the whole group (``tools/grading/limits.py``: a cgroup where one can be made,
-   otherwise ``RLIMIT_NPROC``). Elsewhere it runs without that isolation, and the grader says so.
+   otherwise ``RLIMIT_NPROC``); a new session keyring; a seccomp filter (file locks without
+   effect; no inotify, fanotify, mincore or keys). Elsewhere it runs without that isolation,
+   and the grader says so. Every read and write to it shares the notebook's deadline, and a
+   watchdog kills its processes when that passes.
 3. **Official cells.** Cells are matched to the template by id, then by content: official cells
    run as in the template (an edited or deleted one is restored), the student's answer cells and
    extra cells run as written. Check cells are not run in the sandbox.

@@ -23,8 +23,12 @@ student code, in that process (the *outer* process):
   POSIX message queues (a new IPC namespace) and its own host name (a new UTS namespace);
 - then ``chroot``, and the student's identity: when the grader is host root, an unprivileged uid
   and gid of its own (``uid``, never 0, no supplementary groups); otherwise uid 0 of the user
-  namespace, which is the grader's own unprivileged uid on the host. Every capability is dropped
-  and ``no_new_privs`` set, so the mounts cannot be undone and nothing regains privileges.
+  namespace, which is the grader's own unprivileged uid on the host. It joins a new, empty
+  session keyring (keys are not namespaced: the grader's would be readable). Every capability
+  is dropped and ``no_new_privs`` set, so the mounts cannot be undone and nothing regains
+  privileges; last, a seccomp filter (:func:`_filter_system_calls`) makes file locks no-ops
+  and refuses inotify, fanotify, mincore and the key system calls: no channel between
+  sandboxes graded at once through the read-only files they share.
 """
 
 from __future__ import annotations

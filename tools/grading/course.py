@@ -15,6 +15,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tools.grade_kernel import library_fingerprints
 from tools.make_exercises import CODE_STUB, MARKDOWN_STUB
 
 from .notebook import Cell, NotGradable, exercise_id
@@ -135,6 +136,8 @@ class Course:
         official = _official(exercises) + (_official(quizzes) if quizzes else [])
         self.templates = {p.stem: load_template(p, text) for p, text in official}
         self.library = sandbox_library(library, self.templates.values())
+        # who each course_lib function is, by content: the sandbox's record of reached code
+        self.fingerprints = library_fingerprints(self.library)
         tools = Path(__file__).parents[1]  # tools/, beside this package
         self.kernel_files = {
             name: (tools / name).read_bytes() for name in ("grade_kernel.py", "grade_sandbox.py")

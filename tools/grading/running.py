@@ -73,6 +73,7 @@ def grade(
         clock = now
 
     last_error: dict | None = None
+    earlier: list[str] = []  # the student's cells before the previous check (reach.evidence)
     sources: list[str] = []  # the student's cells since the previous check
     try:
         kernel.request({"op": "ping"})
@@ -90,10 +91,11 @@ def grade(
                 continue
             check = template.checks[step.exercise]
             ok, why = run_check(kernel, check, seed)
-            flags = evidence(check, sources, kernel.reached, kernel.tamper)
+            flags = evidence(check, sources, kernel.reached, kernel.tamper, earlier)
             if flags:
                 result.course_lib[step.exercise] = flags
-            sources, kernel.reached[:], kernel.tamper[:] = [], [], []
+            earlier, sources = earlier + sources, []
+            kernel.tamper.clear()  # kernel.reached stays: every call so far counts
             if not ok and why.endswith("when the check runs"):
                 if last_error:
                     why += (

@@ -92,10 +92,11 @@ class Kernel:
                  max_processes: int = DEFAULT_MAX_PROCESSES, disk_mb: int = DEFAULT_DISK_MB):  # fmt: skip
         self.timeout, self.deadline = timeout, time.monotonic() + timeout
         self.memory_mb, self.group = memory_mb, None
-        # The runtime record of the student's process (grade_kernel.Watch), drained by the grader
-        # after each step: course_lib functions the student's code called, and tampering.
-        self.reached: list[str] = []
-        self.tamper: list[str] = []
+        # The runtime record of the student's process (grade_kernel.Watch), gathered from every
+        # reply: course_lib functions the student's code called (kept for the whole notebook: an
+        # exercise's evidence is every call before its check), and tampering (since the last).
+        self.reached: set[str] = set()
+        self.tamper: set[str] = set()
         self.tmp = Path(tempfile.mkdtemp(prefix="grade-"))
         box = self.tmp / "box"
         lib, home, work = box / "lib", box / "home", box / "work"
@@ -111,6 +112,7 @@ class Kernel:
             "path": [str(lib)]
             + [os.path.realpath(sysconfig.get_paths()[k]) for k in ("purelib", "platlib")],
             "cwd": str(work),
+            "fingerprints": course.fingerprints,
             "fd_in": to_kernel_r,
             "fd_out": from_kernel_w,
             "rlimits": {
@@ -217,7 +219,7 @@ class Kernel:
         for key in ("reached", "tamper"):  # the student's process's word: strings, shortened
             got = reply.get(key)
             if isinstance(got, list):
-                getattr(self, key).extend(str(x)[:200] for x in got[:500])
+                getattr(self, key).update(str(x)[:200] for x in got[:500])
         return reply
 
     def _wait(self, fd: int, writing: bool) -> None:

@@ -28,7 +28,8 @@ import pytest
 import torch
 
 from course_lib.checks import Built
-from tools import grade, grade_kernel
+from tools.grading import cli as grade
+from tools.grading import grade_kernel
 
 ROOT = Path(__file__).resolve().parents[1]
 STUB = ROOT / "exercises" / "01_softmax.ipynb"
@@ -218,7 +219,7 @@ def _grade_bounded(paths: list[Path], seconds: float = 60) -> dict[str, str]:
     code = (
         "import json, resource, sys\n"
         "resource.setrlimit(resource.RLIMIT_AS, (6 * 2**30, resource.RLIM_INFINITY))\n"
-        "from tools import grade\n"
+        "from tools.grading import cli as grade\n"
         "print(json.dumps({p: grade.grade(p, 30).error for p in sys.argv[1:]}))\n"
     )
     r = subprocess.run([sys.executable, "-c", code, *map(str, paths)], cwd=ROOT,
@@ -489,7 +490,7 @@ def test_a_notebook_cannot_change_what_the_grader_trusts(tmp_path):
         "    (repo / 'course_lib/checks/__init__.py', 'def call_student(*a, **k): pass\\n'),\n"
         "    (repo / 'course_lib/checks/lecture01.py', 'check_stable_softmax = check_softmax_temperature = check_attention_weights = print\\n'),\n"
         "    (repo / 'exercises/01_softmax.ipynb', '{}'),\n"
-        "    (repo / 'tools/grade.py', 'raise SystemExit(0)'),\n"
+        "    (repo / 'tools/grading/cli.py', 'raise SystemExit(0)'),\n"
         "    (repo / 'tools/grading/verdict.py', 'def run_check(*a, **k): return True, \"\"\\n'),\n"
         "    (pathlib.Path.home() / '.ipython/profile_default/startup/00-x.py', 'x = 1'),\n"
         "]:\n"
@@ -610,7 +611,7 @@ def test_student_exceptions_come_back_as_data_with_their_type_name():
 def test_templates_are_the_committed_exercises_not_the_students_edits(tmp_path):
     """A student answers exercises/ in place and saves own notebooks there: the grader still
     trusts only the committed templates (issue 15: `make grade` works on either)."""
-    from tools.in_clean_clone import clean_clone
+    from tools.dev.in_clean_clone import clean_clone
 
     clone = tmp_path / "clone"
     clean_clone(clone)
@@ -618,7 +619,8 @@ def test_templates_are_the_committed_exercises_not_the_students_edits(tmp_path):
     ex.write_text(ex.read_text().replace("check_stable_softmax(stable_softmax)", "pass"))
     (clone / "exercises" / "99_mine.ipynb").write_text(STUB.read_text())
     code = (
-        "from tools import grade; from tools.grading.course import QUIZZES; c = grade.Course(); "
+        "from tools.grading import cli as grade; from tools.grading.course import QUIZZES; "
+        "c = grade.Course(); "
         "t = c.templates['01_softmax']; print(sorted(c.templates) == sorted("
         "[p.stem for p in grade.EXERCISES.glob('[0-9][0-9]_*.ipynb') if p.stem != '99_mine'] "
         "+ [p.stem for p in QUIZZES.glob('[0-9][0-9]_*_quiz.ipynb')]), "

@@ -30,7 +30,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from tools import grade_kernel
+from tools.grading import grade_kernel
 from tools.grading.limits import group_limits
 from tools.grading.results import Result, clean, print_summary, write_csv
 from tools.grading.sandbox import sandbox_available
@@ -91,7 +91,7 @@ def test_the_sandbox_leaves_the_graders_session_keyring():
     grader's session is no longer found (nor possessed); the seccomp filter then refuses keyctl
     altogether (the notebooks of `graded` try to read the key)."""
     code = _IN_KEYRING.split("os.execv")[0] + (
-        "from tools.grade_sandbox import _new_session_keyring\n"
+        "from tools.grading.grade_sandbox import _new_session_keyring\n"
         "def search():\n"
         "    return libc.syscall(L(nr['keyctl']), L(10), L(-3), b'user', b'grader-secret', L(0))\n"
         "before = search()\n_new_session_keyring()\nprint(before > 0, search() > 0)\n"
@@ -423,7 +423,7 @@ def _as_user_prefix(uid: int) -> list[str]:
 KEY_SECRET = "grader-secret-" + os.urandom(6).hex()
 _IN_KEYRING = f"""
 import ctypes, os, platform, sys
-from tools.grade_sandbox import ARCHES
+from tools.grading.grade_sandbox import ARCHES
 nr = ARCHES[platform.machine()]
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long

@@ -182,6 +182,30 @@ def test_decoding_is_bounded_in_elements_and_array_headers():
         grade_kernel.decode(record)
 
 
+def test_a_grader_worker_is_bounded_in_memory():
+    """Each notebook's grading runs in a forked worker whose private memory may grow by
+    WORKER_MEMORY_MB at most: a blow-up is that worker's MemoryError, not the machine's."""
+    from tools.grading import running
+
+    assert running.WORKER_MEMORY_MB == 2048
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            running.limit_memory(64)
+            try:
+                bytearray(256 * 2**20)
+                os.write(w, b"allocated")
+            except MemoryError:
+                os.write(w, b"MemoryError")
+        finally:
+            os._exit(0)
+    os.close(w)
+    got = os.read(r, 100)
+    os.waitpid(pid, 0)
+    assert got == b"MemoryError"
+
+
 # --- any file: a clear "not gradable" row, never a crash --------------------------------------
 
 

@@ -87,16 +87,16 @@ SPELLINGS_40 = {
         "import os, shutil, sys\n"
         + _LIB
         + "shutil.copytree(os.path.join(sys.path[0], LIB), 'mine', ignore=lambda d, n: ['data'])\n"
-        "sys.path.insert(0, os.getcwd())\nimport mine.rope\n\n"
+        "sys.path.insert(0, os.getcwd())\nfrom mine.rope import rope as copied\n\n"
         "def rotate_pairs(x, positions, theta=10000.0):\n"
-        "    return mine.rope.rope(x, positions, theta)\n",
+        "    return copied(x, positions, theta)\n",
         ["calls course_lib.rope.rope"],
     ),
     "symlinked_package": (
         "import os, sys\n" + _LIB + "os.symlink(os.path.join(sys.path[0], LIB), 'alias')\n"
-        "sys.path.insert(0, os.getcwd())\nimport alias.rope\n\n"
+        "sys.path.insert(0, os.getcwd())\nfrom alias.rope import rope as linked\n\n"
         "def rotate_pairs(x, positions, theta=10000.0):\n"
-        "    return alias.rope.rope(x, positions, theta)\n",
+        "    return linked(x, positions, theta)\n",
         ["calls course_lib.rope.rope"],
     ),
     "rehomed_code": (
@@ -112,7 +112,7 @@ SPELLINGS_40 = {
         ["calls course_lib.rope.rope"],
     ),
     "subprocess": (
-        "import json, subprocess, sys\n"
+        "import json, os, subprocess, sys\n"
         + _LIB
         + "CODE = ('import sys, json, numpy as np; sys.path.insert(0, sys.argv[1]); '\n"
         '        \'r = __import__(sys.argv[2] + ".rope", fromlist=["x"]).rope; \'\n'
@@ -120,17 +120,18 @@ SPELLINGS_40 = {
         "        'print(json.dumps(r(np.array(d[0]), np.array(d[1]), d[2]).tolist()))')\n\n"
         "def rotate_pairs(x, positions, theta=10000.0):\n"
         "    data = json.dumps([np.asarray(x).tolist(), np.asarray(positions).tolist(), theta])\n"
-        "    out = subprocess.run([sys.executable, '-c', CODE, sys.path[0], LIB], input=data,\n"
+        "    out = subprocess.run(['/proc/self/exe', '-c', CODE, sys.path[0], LIB], input=data,\n"
+        "                         env={'PYTHONPATH': os.pathsep.join(sys.path)},\n"
         "                         capture_output=True, text=True).stdout\n"
         "    return np.array(json.loads(out))\n",
         ["tampers with the grader's records (subprocess.Popen)"],
     ),
     "forked_child": (
-        "import os\nimport course_lib.rope as R\n\n"
+        "import os\nfrom course_lib.rope import rope as R\n\n"
         "def rotate_pairs(x, positions, theta=10000.0):\n"
         "    r, w = os.pipe()\n"
         "    if os.fork() == 0:\n"
-        "        os.write(w, getattr(R, 'ro' + 'pe')(x, positions, theta).tobytes())\n"
+        "        os.write(w, R(x, positions, theta).tobytes())\n"
         "        os._exit(0)\n"
         "    os.close(w)\n"
         "    data = b''\n"
@@ -139,29 +140,29 @@ SPELLINGS_40 = {
         ["tampers with the grader's records (os.fork)"],
     ),
     "raw_thread": (
-        "import _thread, time\nimport course_lib.rope as R\n\n"
+        "import _thread, time\nfrom course_lib.rope import rope as R\n\n"
         "def rotate_pairs(x, positions, theta=10000.0):\n"
         "    box = []\n"
-        "    _thread.start_new_thread(lambda: box.append(getattr(R, 'ro' + 'pe')(x, positions, theta)), ())\n"
+        "    _thread.start_new_thread(lambda: box.append(R(x, positions, theta)), ())\n"
         "    while not box:\n        time.sleep(0.001)\n"
         "    return box[0]\n",
         ["tampers with the grader's records (a process or thread was started during the call)"],
     ),
     # course_lib's own helper calls the reference it is handed, through C callables
     "best_time": (
-        "import functools\nimport course_lib.rope as R\nfrom course_lib.timing import best_time\n\n"
+        "import functools\nfrom course_lib.rope import rope as R\nfrom course_lib.timing import best_time\n\n"
         "def rotate_pairs(x, positions, theta=10000.0):\n"
         "    box = []\n"
-        "    call = functools.partial(getattr(R, 'ro' + 'pe'), x, positions)\n"
+        "    call = functools.partial(R, x, positions)\n"
         "    best_time(functools.partial(box.extend, map(call, [theta])), repeats=1)\n"
         "    return box[0]\n",
         ["calls course_lib.rope.rope"],
     ),
     # the record found through the frames and emptied after the call
     "frames_emptied": (
-        "import inspect\nimport course_lib.rope as R\n\n"
+        "import inspect\nfrom course_lib.rope import rope as R\n\n"
         "def rotate_pairs(x, positions, theta=10000.0):\n"
-        "    out = getattr(R, 'ro' + 'pe')(x, positions, theta)\n"
+        "    out = R(x, positions, theta)\n"
         "    for info in inspect.stack():\n"
         "        w = info.frame.f_locals.get('watch')\n"
         "        if w is not None and hasattr(w, 'reached'):\n"
@@ -170,12 +171,11 @@ SPELLINGS_40 = {
         ["tampers with the grader's records (frame inspection (sys._getframe))"],
     ),
     "torchscript": (
-        "import torch\nimport course_lib.nn.rope as R\n\n"
+        "import torch\nfrom course_lib.nn.rope import rotate as R\n\n"
         "def rotate_pairs(x, positions, theta=10000.0):\n"
-        "    f = torch.jit.script(getattr(R, 'rope' + '_qk'))  # no Python frame of it runs\n"
+        "    f = torch.jit.script(R)  # no Python frame of it runs\n"
         "    t = torch.from_numpy(np.ascontiguousarray(x))[None, None]\n"
-        "    q, _ = f(t, t, torch.as_tensor(positions), theta)\n"
-        "    return q[0, 0].numpy()\n",
+        "    return f(t, torch.as_tensor(positions), theta)[0, 0].numpy()\n",
         ["tampers with the grader's records (compiles TorchScript (torch.jit, torch.compile))"],
     ),
 }

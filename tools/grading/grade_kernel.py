@@ -333,6 +333,7 @@ def library_fingerprints(files: dict[str, bytes]) -> dict[str, str]:
             top = compile(data, path, "exec", dont_inherit=True)
         except (SyntaxError, ValueError):
             continue
+        table[fingerprint(top)] = f"{module}.<module>"  # what runs class bodies on import
         todo = [c for c in top.co_consts if isinstance(c, CodeType)]
         while todo:
             code = todo.pop()
@@ -431,6 +432,8 @@ class Watch:
             return
         if name == "TorchScript":
             self.tamper.add("compiles TorchScript (torch.jit, torch.compile)")
+            return
+        if name.endswith(".<module>"):  # an import: what it defines is not called yet
             return
         back = frame.f_back
         if back is None or self._name(back.f_code) is None:

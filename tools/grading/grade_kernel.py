@@ -404,10 +404,21 @@ class Watch:
                     caller = sys._getframe(1).f_code.co_filename
                     if caller == getattr(self._threading, "__file__", None):
                         return
+                if event == "sys._getframe" and self._importing():
+                    return  # a module's own import-time code (torch's), not the answer's
                 self.tamper.add("frame inspection (sys._getframe)"
                                 if event == "sys._getframe" else event)  # fmt: skip
         finally:
             self._busy = False
+
+    @staticmethod
+    def _importing() -> bool:
+        frame, depth = sys._getframe(2), 0
+        while frame is not None and depth < 500:
+            if frame.f_code.co_filename.startswith("<frozen importlib"):
+                return True
+            frame, depth = frame.f_back, depth + 1
+        return False
 
     def _name(self, code: CodeType) -> str | None:
         """course_lib's name for this code, or None (cached by identity; the code kept alive)."""
@@ -533,7 +544,7 @@ class Peak:
         if _TRACEMALLOC["is_tracing"]():  # the student's own tracing: ours starts fresh
             _TRACEMALLOC["stop"]()
         _TRACEMALLOC["start"]()
-        self.canary = [object()]  # traced from now on: gone from the traces if they are reset
+        self.canary = bytearray(64)  # traced from now on: gone from the traces if they are reset
         for module in self.modules:
             for name in self.GUARDED:
                 if hasattr(module, name):

@@ -43,7 +43,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 ST_FLAGS = {1: MS_RDONLY, 2: MS_NOSUID, 4: MS_NODEV, 8: MS_NOEXEC}  # statvfs f_flag -> MS_*
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 1, 38, 24
-PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER, PR_SET_DUMPABLE = 22, 2, 4
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x20000, 0x4000000, 0x8000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 # Files of /proc a container runtime masks (a missing one is skipped).
@@ -91,6 +91,9 @@ def enter(config: dict) -> None:
     _build(box, as_root)
     if as_root:
         _become(int(box["uid"]), int(box["gid"]))
+    # The uid change made it undumpable: its /proc files would be root's, so the kernel could
+    # not reset and read its own memory high-water mark nor sample a child's (10.3's Peak).
+    _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
     _new_session_keyring()
     _drop_privileges()
     _filter_system_calls()

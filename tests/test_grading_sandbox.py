@@ -423,8 +423,8 @@ def _as_user_prefix(uid: int) -> list[str]:
 KEY_SECRET = "grader-secret-" + os.urandom(6).hex()
 _IN_KEYRING = f"""
 import ctypes, os, platform, sys
-from tools.grading.grade_sandbox import ARCHES
-nr = ARCHES[platform.machine()]
+nr = {{"x86_64": {{"keyctl": 250, "add_key": 248}}, "aarch64": {{"keyctl": 219, "add_key": 217}}}}[
+    platform.machine()]
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 L = ctypes.c_long

@@ -87,14 +87,14 @@ SPELLINGS_40 = {
         "import os, shutil, sys\n"
         + _LIB
         + "shutil.copytree(os.path.join(sys.path[0], LIB), 'mine', ignore=lambda d, n: ['data'])\n"
-        "sys.path.insert(0, os.getcwd())\nfrom mine.rope import rope as copied\n\n"
+        "sys.path[:0] = [os.getcwd()]\nfrom mine.rope import rope as copied\n\n"
         "def rotate_pairs(x, positions, theta=10000.0):\n"
         "    return copied(x, positions, theta)\n",
         ["calls course_lib.rope.rope"],
     ),
     "symlinked_package": (
         "import os, sys\n" + _LIB + "os.symlink(os.path.join(sys.path[0], LIB), 'alias')\n"
-        "sys.path.insert(0, os.getcwd())\nfrom alias.rope import rope as linked\n\n"
+        "sys.path[:0] = [os.getcwd()]\nfrom alias.rope import rope as linked\n\n"
         "def rotate_pairs(x, positions, theta=10000.0):\n"
         "    return linked(x, positions, theta)\n",
         ["calls course_lib.rope.rope"],

@@ -315,10 +315,15 @@ def fingerprint(code: CodeType) -> str:
     line, bytecode, constants (nested code by fingerprint), names and variables. A copy of a
     course_lib file, a symlinked package and a code object re-homed with ``replace(co_filename=...)``
     have the fingerprint of the original; ``co_filename`` is not part of it."""
-    text = repr((code.co_qualname, code.co_firstlineno, code.co_code,
-                 [_constant(c) for c in code.co_consts], code.co_names, code.co_varnames,
-                 code.co_freevars, code.co_cellvars))  # fmt: skip
-    return hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
+    text = repr((code.co_code, [_constant(c) for c in code.co_consts], code.co_names,
+                 code.co_varnames, code.co_freevars, code.co_cellvars))  # fmt: skip
+    digest = hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
+    return f"{_where(code)}:{digest}"
+
+
+def _where(code: CodeType) -> str:
+    """The cheap part of a fingerprint (name and first line): most code is told apart by it."""
+    return f"{code.co_qualname}:{code.co_firstlineno}"
 
 
 def library_fingerprints(files: dict[str, bytes]) -> dict[str, str]:
@@ -383,6 +388,7 @@ class Watch:
         self, lib: str, fingerprints: dict[str, str] | None = None, own_pids: bool = False
     ):
         self.table = fingerprints or {}
+        self.wheres = {fp.rsplit(":", 1)[0] for fp in self.table}  # hash only these
         self.lib = os.path.join(lib, "course_lib") + os.sep  # without a table: by file name
         self.known: dict[int, tuple] = {}  # id(code) -> (code, course_lib name or None)
         self.active, self.calling, self.reached, self.tamper = False, False, set(), set()
@@ -425,7 +431,7 @@ class Watch:
         hit = self.known.get(id(code))
         if hit is None or hit[0] is not code:
             if self.table:
-                name = self.table.get(fingerprint(code))
+                name = self.table.get(fingerprint(code)) if _where(code) in self.wheres else None
             else:
                 name = code.co_qualname if code.co_filename.startswith(self.lib) else None
             where = code.co_filename.rsplit("site-packages/", 1)[-1]

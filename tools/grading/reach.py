@@ -113,6 +113,7 @@ def _hits(name: str, refs: tuple[str, ...]) -> bool:
     return False
 
 
+@cache  # every check reads every earlier cell again
 def source_record(source: str) -> tuple[list[str], list[str]]:
     """``(names, dynamic)`` of student code: the course_lib names it imports or walks to, and
     the dynamic primitives it uses (each as a short phrase)."""

@@ -114,7 +114,7 @@ SPELLINGS_40 = {
     "subprocess": (
         "import json, os, subprocess, sys\n"
         + _LIB
-        + "CODE = ('import sys, json, numpy as np; sys.path.insert(0, sys.argv[1]); '\n"
+        + "CODE = ('import sys, json, numpy as np; sys.path[:0] = [sys.argv[1]]; '\n"
         '        \'r = __import__(sys.argv[2] + ".rope", fromlist=["x"]).rope; \'\n'
         "        'd = json.load(sys.stdin); '\n"
         "        'print(json.dumps(r(np.array(d[0]), np.array(d[1]), d[2]).tolist()))')\n\n"

@@ -3,7 +3,8 @@
 * each ``make TARGET`` they show is a target of the Makefile, and each tool its recipe runs
   (``tools/...py`` or ``-m tools.x``) exists;
 * each ``python -m ...`` they show names a module of the course that exists;
-* (slow) each of those tools, and every benchmark ``make benchmarks`` runs, answers ``--help``
+* (slow) each of those tools, every benchmark ``make benchmarks`` runs and every other tool with a
+  command line (``tools/training/``...) answers ``--help``
   with its usage and exit status 0, and changes no file: a real run is too slow for a test (a
   class graded, a model trained, the whole site built) or is tested for real elsewhere:
   ``make lab`` (tests/test_make_lab.py), ``make start`` (tests/test_start.py), ``make test``,
@@ -128,6 +129,14 @@ def entry_points() -> list[str]:
     for target in targets | set(recipes):
         found |= tools_run_by(recipes.get(target, []))
     found |= {p.relative_to(ROOT).as_posix() for p in (ROOT / "benchmarks").glob("bench_*.py")}
+    # and every other tool with a command line (the grader's student-side files excepted: only
+    # the grader starts them, with a config file, inside the sandbox)
+    for path in sorted((ROOT / "tools").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if '__name__ == "__main__"' in text and path.parent.name != "grading":
+            module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            if path.relative_to(ROOT).as_posix() not in found:
+                found.add(module.removesuffix(".__main__"))
     return sorted(found)
 
 

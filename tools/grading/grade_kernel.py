@@ -393,10 +393,12 @@ class Watch:
         self.known: dict[int, tuple] = {}  # id(code) -> (code, course_lib name or None)
         self.active, self.calling, self.reached, self.tamper = False, False, set(), set()
         self.own_pids = own_pids  # a PID namespace of its own: its last pid is ours to watch
+        self._last_pid: int | None = None
         self._busy = False
+        import _thread
         import threading
 
-        self._threading = threading
+        self._thread, self._threading = _thread, threading
 
     def audit(self, event: str, args) -> None:
         if not self.active or self._busy:
@@ -460,15 +462,18 @@ class Watch:
         ):
             self.reached.add(name)  # course_lib calling what it was handed (best_time(f))
 
-    def _pids(self) -> tuple[str, set[int]]:
+    def _pids(self) -> tuple[bytes, set[int]]:
         """The namespace's last pid, and threads not started by ``threading``."""
-        last = ""
+        last = b""
         if self.own_pids:
             try:
-                with open(self.LAST_PID) as fh:
-                    last = fh.read().strip()
-            except OSError:
-                pass
+                if self._last_pid is None:
+                    self._last_pid = os.open(self.LAST_PID, os.O_RDONLY | os.O_CLOEXEC)
+                last = os.pread(self._last_pid, 32, 0)
+            except OSError:  # closed by the notebook: opened again next time
+                self._last_pid = None
+        if self._thread._count() == 0:  # no thread but the main one
+            return last, set()
         known = {t.ident for t in self._threading.enumerate()}
         return last, set(sys._current_frames()) - known
 

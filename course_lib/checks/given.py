@@ -55,6 +55,8 @@ def mystery_attention(seed: int = 0, layers: int = 2, heads: int = 3, n: int = 1
 
     Position 0 is [CLS] and position n - 1 is [SEP]. Six heads have one job each (plus noise):
     [SEP], next token, itself, [CLS], previous token, a local window; any other head is noise.
+    The [SEP] head is the sharper sink, so that exercise 9.2's share ([CLS] + [SEP]) picks it,
+    on the notebook's model as on the hidden ones: a [CLS] finder built on 9.2 fails visibly.
     Seed 0 (the notebook's model) places them in this order on 2 layers x 3 heads; another seed
     places them at random (the grader's hidden models).
     """
@@ -62,7 +64,7 @@ def mystery_attention(seed: int = 0, layers: int = 2, heads: int = 3, n: int = 1
         raise ValueError(f"need layers * heads >= 6 and n >= 4, got {layers} x {heads}, n={n}")
     rng = np.random.default_rng(94 if seed == 0 else [94, seed])
     i, j = np.indices((n, n))
-    jobs = [4.0 * (j == n - 1),  # looks at [SEP]
+    jobs = [5.0 * (j == n - 1),  # looks at [SEP], more than the [CLS] head looks at [CLS]
             4.0 * (j == i + 1),  # next token
             1.0 * (j == i),  # mostly itself, broad
             4.0 * (j == 0),  # looks at [CLS]

@@ -268,7 +268,11 @@ def _as_number(answer) -> float | None:
 
         if isinstance(answer, np.generic | np.ndarray) and np.ndim(answer) == 0:
             value = answer.item()
-            return None if isinstance(value, bool) or not isinstance(value, int | float) else float(value)
+            return (
+                None
+                if isinstance(value, bool) or not isinstance(value, int | float)
+                else float(value)
+            )
     except ImportError:
         pass
     return None

@@ -75,13 +75,15 @@ def solution_namespace(path: Path) -> dict:
         if started and "### BEGIN SOLUTION" not in src:
             continue  # a demonstration cell: not needed by any check
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            exec(compile(src, str(path), "exec"), ns)  # noqa: S102 (the course's own notebook)
+            exec(compile(src, str(path), "exec"), ns)
     return ns
 
 
 RIGHT_TEST = r"pass|accept|right"
 WRONG_TEST = r"mistake|wrong|fail"
-NOT_A_MISTAKE = r"hidden|lookup|fixed|copied|stub|crash|type"  # wrong only off the notebook's inputs
+NOT_A_MISTAKE = (
+    r"hidden|lookup|fixed|copied|stub|crash|type"  # wrong only off the notebook's inputs
+)
 
 
 @cache
@@ -157,7 +159,7 @@ def exercises() -> list[Exercise]:
         for ex, check in template.checks.items():
             args = [ns[v] if kind == "name" else v for kind, v in check.args]
             answers = {}
-            if [kind for kind, _ in check.args] == ["name"]:  # one function: swap in others
+            if check.args and check.args[0][0] == "name":  # the answer first: swap in others
                 answers = dict(alternatives.get(check.function, {}))
             out.append(Exercise(ex, check.function, args, answers, [k for k, _ in check.args]))
     return out

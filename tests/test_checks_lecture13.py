@@ -105,11 +105,18 @@ def rotate_from_one(x, positions, theta):
     return rotate_complex(x, np.asarray(positions) + 1, theta)
 
 
+PREDICTED_13_4 = (3840, 1920, 480)  # 2 (K, V) x 3 layers x 2 seqs x 10 tokens x k heads x 4
+
+
+def check_cache_predicted(fn, *, seed=0):  # 13.4 with right predictions written first
+    check_cache_values(fn, PREDICTED_13_4, seed=seed)
+
+
 RIGHT = [
     (check_rotate_pairs, rotate_complex, rotate_matrices, "13.1 passed: rotary position"),
     (check_rms_norm, rms_plain, rms_via_norm, "13.2 passed: RMSNorm by hand"),
     (check_repeat_kv_heads, repeat_np, repeat_by_index, "13.3 passed: repeat K/V heads"),
-    (check_cache_values, cache_measured, cache_formula, "13.4 passed: the KV cache, measured"),
+    (check_cache_predicted, cache_measured, cache_formula, "13.4 passed: the KV cache, measured"),
 ]
 
 
@@ -141,13 +148,13 @@ WRONG = [
      "NEIGHBOURS"),
     (check_repeat_kv_heads, lambda kv, h: np.repeat(kv, h // kv.shape[-3], axis=-1),
      "expected an array of shape (4, 1, 1)"),
-    (check_cache_values, lambda m, n, b: 4 * cache_formula(m, n, b), "that is bytes"),
-    (check_cache_values, lambda m, n, b: cache_formula(m, n, b) // 2, "keys AND values"),
-    (check_cache_values, lambda m, n, b: cache_formula(m, n, b) * m.config.num_heads
+    (check_cache_predicted, lambda m, n, b: 4 * cache_formula(m, n, b), "that is bytes"),
+    (check_cache_predicted, lambda m, n, b: cache_formula(m, n, b) // 2, "keys AND values"),
+    (check_cache_predicted, lambda m, n, b: cache_formula(m, n, b) * m.config.num_heads
      // m.config.num_kv_heads, "BEFORE repeat_kv"),
-    (check_cache_values, lambda m, n, b: cache_formula(m, n, b) // m.config.num_layers,
+    (check_cache_predicted, lambda m, n, b: cache_formula(m, n, b) // m.config.num_layers,
      "own cache"),
-    (check_cache_values, lambda m, n, b: float(cache_formula(m, n, b)), "expected an integer"),
+    (check_cache_predicted, lambda m, n, b: float(cache_formula(m, n, b)), "expected an integer"),
 ]  # fmt: skip
 
 
@@ -168,7 +175,23 @@ def test_stub_fails(check):
 
 def test_the_exercise_numbers_without_the_model_fail_on_hidden_models():
     """The review's 13.4 attack: 2·L·k·d_head·n·b with the exercise's L = 3, d_head = 4."""
-    check_cache_values(cache_exercise_numbers)
+    check_cache_predicted(cache_exercise_numbers)
     for seed in (1, 3, 7):
         with pytest.raises(ExerciseError, match="too (low|high)"):
-            check_cache_values(cache_exercise_numbers, seed=seed)
+            check_cache_predicted(cache_exercise_numbers, seed=seed)
+
+
+@pytest.mark.parametrize(
+    "predicted, fragment",
+    [(None, "BEFORE you measure"), ((3840, 1920), "three predictions"), ((3840.0, 1920, 480),
+     "positive integers"), ((3840, 3840, 3840), "do not scale"), ((480, 240, 60), "factor of 2 too low"),
+     ((1920, 960, 240), None), ((7680, 3840, 960), None), ((30720, 15360, 3840), "too high")],
+)  # fmt: skip
+def test_the_predictions_of_13_4_are_graded_by_their_reasoning(predicted, fragment):
+    """Graded for scaling with k as the cache does, and for k = 8 within a factor of 2 of the
+    true 3,840 (forgetting K and V, 1,920, or counting bytes of float16, 7,680, still count)."""
+    if fragment is None:
+        check_cache_values(cache_measured, predicted)
+        return
+    with pytest.raises(ExerciseError, match=fragment):
+        check_cache_values(cache_measured, predicted)

@@ -95,7 +95,7 @@ WRONG = [
     (check_response_mask, mask_without_end, "learn to STOP"),
     (check_response_mask, lambda ids: [True] * len(ids), "marks every token"),
     (check_response_mask, lambda ids: None, "expected a list"),
-    (check_lora_forward, lambda x, W, b, A, B, a: x @ W.T + b + a * x @ A.T @ B.T, "issue #821"),
+    (check_lora_forward, lambda x, W, b, A, B, a: x @ W.T + b + a * x @ A.T @ B.T, "PR #823"),
     (check_lora_forward, lambda x, W, b, A, B, a: x @ W.T + b + x @ A.T @ B.T, "you left it out"),
     (check_lora_forward, lambda x, W, b, A, B, a: x @ W.T + b + A.shape[0] / a * x @ A.T @ B.T,
      "not r / alpha"),

@@ -7,7 +7,7 @@ right answers the checks' unit tests hold (``tests/_hidden_seeds.py`` finds them
 directly — no notebook, no kernel — on hidden seeds 1..1000 (the slow tier) and on a first 100
 (the unit tier; fewer for the few checks that cost more than ~10 ms a seed).
 
-``PYTHONPATH=. python tests/test_hidden_seeds.py [N] [exercise ...]`` prints the table of passes and failures per check.
+``PYTHONPATH=. python tests/test_hidden_seeds.py [N] [exercise ...] [-exercise ...]`` prints the table of passes and failures per check.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import functools
 import sys
 
 import pytest
-
 from _hidden_seeds import exercises, wrong_answers
 
 SLOW_SEEDS = 1000
@@ -39,8 +38,8 @@ ANSWERS = [(e, "solution") for e in EXERCISES] + [
 def _args(exercise, name: str) -> list:
     if name == "solution":
         args = list(exercise.args)
-    else:
-        args = [exercise.answers[name]]
+    else:  # another right answer in place of the solution's; the rest (predictions) as given
+        args = [exercise.answers[name], *exercise.args[1:]]
     if exercise.exercise in REMEMBER and callable(args[0]):
         args[0] = _remembered(args[0])
     return args
@@ -120,11 +119,12 @@ def test_every_known_mistake_fails_on_the_notebooks_own_inputs(mistake):
     "use your 9.2 function" answer did: a ✅ in the notebook, 173 of 200 hidden models failed)."""
     check, label, fn = mistake
     exercise = next((e for e in EXERCISES if e.check is check), None)
-    if exercise is None or exercise.kinds != ["name"]:
-        pytest.skip("a check of several answers: its mistakes are tested in its own file")
-    message = exercise.run([fn], 0)
+    if exercise is None or exercise.kinds[:1] != ["name"]:
+        pytest.skip("a check whose first argument is not a function: tested in its own file")
+    args = [fn, *exercise.args[1:]]  # the wrong answer, with the solution's predictions
+    message = exercise.run(args, 0)
     if message is None:
-        hidden = [s for s in range(1, 21) if exercise.run([fn], s) is not None]
+        hidden = [s for s in range(1, 21) if exercise.run(args, s) is not None]
         pytest.fail(f"exercise {exercise.exercise}: the wrong answer {label} passes the "
                     f"notebook's check (seed 0) but fails hidden seeds {hidden[:5]}")  # fmt: skip
 
@@ -132,6 +132,21 @@ def test_every_known_mistake_fails_on_the_notebooks_own_inputs(mistake):
 def test_the_mistake_tables_are_found():
     assert len(MISTAKES) >= 60, len(MISTAKES)
     assert any("9.2" in label or "share" in label for _, label, _ in MISTAKES)
+
+
+def test_the_grader_csv_says_the_hidden_seed_of_every_verdict(tmp_path, capsys):
+    """Any verdict can be reproduced: the CSV has the hidden seed (``--hidden-seed`` takes it)."""
+    import csv
+
+    from tools.grading.results import Result, print_summary, write_csv
+
+    failed = Result("alice.ipynb", "05_transformer_layer", {"5.5": (False, "why")}, hidden_seed=43)
+    write_csv([failed, Result("bob.ipynb", None, error="not gradable: x")], tmp_path / "g.csv")
+    with (tmp_path / "g.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["hidden seed"] for r in rows] == ["43", ""]
+    print_summary(failed)
+    assert "--hidden-seed 43" in capsys.readouterr().out
 
 
 def test_every_checked_exercise_has_its_solution_here():
@@ -143,12 +158,15 @@ def main(argv: list[str]) -> int:
     import time
 
     n = int(argv[0]) if argv else SLOW_SEEDS
-    only = set(argv[1:])
+    only = {a for a in argv[1:] if not a.startswith("-")}
+    skip = {a[1:] for a in argv[1:] if a.startswith("-")}
     bad = 0
-    print("| exercise | answer | seeds | passed | failed | CPU seconds |\n|---|---|---|---|---|---|")
+    print(
+        "| exercise | answer | seeds | passed | failed | CPU seconds |\n|---|---|---|---|---|---|"
+    )
     for pair in ANSWERS:
         exercise, name = pair
-        if only and exercise.exercise not in only:
+        if (only and exercise.exercise not in only) or exercise.exercise in skip:
             continue
         t = time.process_time()
         seeds = range(1, n + 1) if exercise.seeded else [0]

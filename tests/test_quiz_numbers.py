@@ -144,7 +144,9 @@ def test_every_derived_number_is_still_quoted():
 
 def test_a_stale_number_is_caught():
     """The audit's three: 12.3's old key, 13.7's one-seed numbers, 11.8's old timings."""
-    assert not shown("0.378", printed("12_fine_tuning")) and shown("0.345", printed("12_fine_tuning"))
+    assert not shown("0.378", printed("12_fine_tuning")) and shown(
+        "0.345", printed("12_fine_tuning")
+    )
     assert not shown("4.548", printed("13_modern_transformer"))
     assert not shown("5.1", printed("11_gpt")) and shown("14.4", printed("11_gpt"))
     assert shown("0.53", ("0.525728702545166",)) and not shown("0.53", ("0.5",))

@@ -92,7 +92,7 @@ def test_right_answers_pass_and_every_wrong_one_fails_with_its_explanation(quiz,
             bad = [None, 1, "z", "ab", "", "(ab)", "a b"]
         else:  # written differently: an int, a float32, a numpy scalar, text, a fraction
             written = (item.answer, np.float32(item.answer), np.float64(item.answer),
-                       str(item.answer), f" {item.answer:g} ", Fraction(str(item.answer)),
+                       str(item.answer), f" {item.answer} ", Fraction(str(item.answer)),
                        Decimal(str(item.answer)))  # fmt: skip
             for answer in written:
                 assert judge(item, answer) == (True, ""), repr(answer)

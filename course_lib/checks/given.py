@@ -15,7 +15,8 @@ from ..positional import positional_encoding
 from ..softmax import softmax
 
 __all__ = ["read_only", "halves_encoding", "REFERENCE", "PARAPHRASE", "mystery_attention",
-           "shipped_sweep", "shipped_test_predictions"]  # fmt: skip
+           "shipped_sweep", "shipped_test_predictions", "SAMPLER_FAULTS", "mystery_sampler",
+           "sampler_keeps"]  # fmt: skip
 
 
 def read_only(data, dtype: str = "float64") -> np.ndarray:
@@ -100,3 +101,63 @@ def shipped_test_predictions() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     preds = _topic_checkpoint()["test_predictions"]
     _, labels = load_topic_sentences("test")
     return labels, preds["budget"].numpy().astype(np.int64), preds["all"].numpy().astype(np.int64)
+
+
+# Exercise 11.4: top-p filters, one right and four with a bug students write. Each takes
+# (probs, p) and returns the boolean mask of the tokens it keeps.
+SAMPLER_FAULTS = ("ok", "drops_crossing", "ascending", "ignores_p", "unsorted")
+
+
+def _keep_until(probs: np.ndarray, order: np.ndarray, p: float) -> np.ndarray:
+    """Keep tokens in ``order`` while the total of those before them is below ``p``."""
+    before = np.cumsum(probs[order]) - probs[order]
+    keep = np.zeros(len(probs), dtype=bool)
+    keep[order[before < p]] = True
+    return keep
+
+
+def sampler_keeps(fault: str, probs: np.ndarray, p: float) -> np.ndarray:
+    """The tokens a top-p filter with ``fault`` keeps for ``probs`` (1-D) and ``p``: a mask."""
+    down = np.argsort(-probs, kind="stable")
+    if fault == "ok":
+        return _keep_until(probs, down, p)
+    if fault == "drops_crossing":  # cumsum <= p: the token that crosses p is dropped
+        keep = np.zeros(len(probs), dtype=bool)
+        keep[down[np.cumsum(probs[down]) <= p]] = True
+        return keep
+    if fault == "ascending":  # sorted the wrong way: the least probable tokens first
+        return _keep_until(probs, down[::-1], p)
+    if fault == "ignores_p":  # a top-2 filter: p never used
+        keep = np.zeros(len(probs), dtype=bool)
+        keep[down[:2]] = True
+        return keep
+    if fault == "unsorted":  # forgot to sort: adds tokens in vocabulary order
+        return _keep_until(probs, np.arange(len(probs)), p)
+    raise ValueError(f"fault must be one of {SAMPLER_FAULTS}, got {fault!r}")
+
+
+class _Sampler:
+    """A top-p filter of exercise 11.4, perhaps broken: ``sampler(probs, p) -> keep mask``."""
+
+    __slots__ = ("_fault",)
+
+    def __init__(self, fault: str):
+        self._fault = fault
+
+    def __call__(self, probs, p) -> np.ndarray:
+        probs = np.asarray(probs, dtype=float)
+        if probs.ndim != 1 or not np.all(np.isfinite(probs)):
+            raise ValueError(f"probs must be a 1-D array of probabilities, got shape {probs.shape}")
+        return sampler_keeps(self._fault, probs, float(p))
+
+    def __repr__(self) -> str:
+        return "<a top-p sampler: call it as sampler(probs, p)>"
+
+
+def mystery_sampler(fault: str) -> _Sampler:
+    """The sampler of exercise 11.4 with ``fault`` (one of ``SAMPLER_FAULTS``): a
+    :class:`course_lib.checks.Built` factory, built where the student's code runs. (Its fault is
+    not a secret from code that inspects the object; the exercise asks to find it by calling it.)"""
+    if fault not in SAMPLER_FAULTS:
+        raise ValueError(f"fault must be one of {SAMPLER_FAULTS}, got {fault!r}")
+    return _Sampler(fault)

@@ -196,15 +196,48 @@ def _hidden_models(seed: int) -> list[dict]:
     return models
 
 
-def check_cache_values(student_fn, *, seed: int = 0) -> None:
-    """Exercise 13.4: ``cache_values(model, seq_len, batch)``, the number of values in the KV
-    cache of the ModernLM it is given, after one forward pass over a (batch, seq_len) input.
+PREDICTION_MODEL = {"num_layers": 3, "d_model": 32, "num_heads": 8, "seq_len": 10, "batch": 2}
+
+
+def _check_cache_prediction(ex: str, predicted) -> None:
+    """The three predictions of exercise 13.4 (values in the cache for k = 8, 4, 1 KV heads),
+    written before the measurement. Graded for their reasoning, not their luck: they must scale
+    with k as the cache does (k = 8 twice k = 4, eight times k = 1), and k = 8 must lie within a
+    factor of 2 of the true count (one forgotten factor of 2, such as K and V, is allowed)."""
+    m = PREDICTION_MODEL
+    true = {k: kv_cache_bytes(m["num_layers"], k, m["d_model"] // m["num_heads"], m["seq_len"],
+                              m["batch"], bytes_per_value=1) for k in (8, 4, 1)}  # fmt: skip
+    if not (isinstance(predicted, (tuple, list)) and len(predicted) == 3 and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0
+            for v in predicted)):  # fmt: skip
+        raise ExerciseError(ex, f"predicted: expected your three predictions (k = 8, k = 4, k = 1) "
+                            f"as positive integers, got {predicted!r:.80}.",
+                            "write them down BEFORE you measure: predicted = (..., ..., ...).")  # fmt: skip
+    p8, p4, p1 = (int(v) for v in predicted)
+    if not (p8 == 2 * p4 and p8 == 8 * p1):
+        raise ExerciseError(ex, f"your predictions {p8}, {p4}, {p1} for k = 8, 4, 1 do not scale "
+                            "as the cache does.", "each KV head keeps its own keys and values, "
+                            "and nothing else in the cache depends on k: halve k, halve the "
+                            "cache.")  # fmt: skip
+    if not true[8] / 2 <= p8 <= true[8] * 2:
+        side = "low" if p8 < true[8] else "high"
+        raise ExerciseError(ex, f"your prediction for k = 8, {p8}, is more than a factor of 2 too "
+                            f"{side}.", "count the factors: K and V, layers, batch, tokens, KV "
+                            "heads, and the width of one head (d_model / num_heads).")  # fmt: skip
+
+
+def check_cache_values(student_fn, predicted=None, *, seed: int = 0) -> None:
+    """Exercise 13.4 (predict, then measure): ``predicted``, three predictions written first
+    (see :func:`_check_cache_prediction`), then ``cache_values(model, seq_len, batch)``, the
+    number of values in the KV cache of the ModernLM it is given, after one forward pass over a
+    (batch, seq_len) input.
 
     The model is built from a recipe where the student's code runs: the exercise's model (seed
     0) or a hidden configuration (other seeds: other widths, heads, KV heads and depths), so a
     formula with the exercise's numbers fails; the check counts with the library's formula.
     """
     ex = "13.4"
+    _check_cache_prediction(ex, predicted)
     rng = np.random.default_rng([13, 4, seed])
     for config in _hidden_models(seed):
         seq_len, batch = int(rng.integers(5, 40)), int(rng.integers(1, 4))

@@ -136,8 +136,9 @@ def check_lora_forward(student_fn, *, seed: int = 0) -> None:
         update = (x @ A.T) @ B.T
         base = x @ W.T + b
         mistakes = {
-            "scale the update by alpha / r, not by alpha (the bug of LLMs-from-scratch's LoRA, "
-            "its issue #821): with r = 1 the two agree, so the check uses r > 1.":
+            "scale the update by alpha / r, not by alpha (as peft and the LoRA paper do; "
+            "LLMs-from-scratch's LoRA scaled by alpha alone until its PR #823 of September "
+            "2025): with r = 1 the two agree, so the check uses r > 1.":
                 base + alpha * update,
             "the update is multiplied by the scaling alpha / r: you left it out.": base + update,
             "the scaling is alpha / r (alpha divided by the rank), not r / alpha.":

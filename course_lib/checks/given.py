@@ -16,7 +16,7 @@ from ..softmax import softmax
 
 __all__ = ["read_only", "halves_encoding", "REFERENCE", "PARAPHRASE", "mystery_attention",
            "shipped_sweep", "shipped_test_predictions", "SAMPLER_FAULTS", "mystery_sampler",
-           "sampler_keeps"]  # fmt: skip
+           "sampler_keeps", "ROPE_FAULTS", "mystery_rope", "rope_with_fault"]  # fmt: skip
 
 
 def read_only(data, dtype: str = "float64") -> np.ndarray:
@@ -161,3 +161,53 @@ def mystery_sampler(fault: str) -> _Sampler:
     if fault not in SAMPLER_FAULTS:
         raise ValueError(f"fault must be one of {SAMPLER_FAULTS}, got {fault!r}")
     return _Sampler(fault)
+
+
+# Exercise 13.5: rotary position functions, one right and four with a bug students write. Each
+# takes x (n, d) and integer positions (n,) and returns the rotated x, as exercise 13.1's does.
+ROPE_FAULTS = ("ok", "halves", "clockwise", "exponent_i_over_d", "positions_from_1")
+
+
+def rope_with_fault(fault: str, x: np.ndarray, positions, theta: float = 10000.0) -> np.ndarray:
+    """RoPE of exercise 13.1 (neighbouring pairs (2i, 2i+1), counter-clockwise, angle
+    m * theta**(-2i/d)), or the same with ``fault`` (one of ``ROPE_FAULTS``)."""
+    x = np.asarray(x, dtype=float)
+    n, d = x.shape
+    i = np.arange(d // 2)
+    exponent = -i / d if fault == "exponent_i_over_d" else -2 * i / d
+    m = np.asarray(positions, dtype=float) + (1 if fault == "positions_from_1" else 0)
+    angle = m[:, None] * theta**exponent  # (n, d/2)
+    if fault == "clockwise":
+        angle = -angle
+    a, b = (x[:, : d // 2], x[:, d // 2 :]) if fault == "halves" else (x[:, 0::2], x[:, 1::2])
+    ra, rb = a * np.cos(angle) - b * np.sin(angle), a * np.sin(angle) + b * np.cos(angle)
+    if fault == "halves":
+        return np.concatenate([ra, rb], axis=1)
+    out = np.empty_like(x)
+    out[:, 0::2], out[:, 1::2] = ra, rb
+    return out
+
+
+class _Rope:
+    """A rotary position function of exercise 13.5, perhaps broken: ``rope(x, positions)``."""
+
+    __slots__ = ("_fault",)
+
+    def __init__(self, fault: str):
+        self._fault = fault
+
+    def __call__(self, x, positions) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        if x.ndim != 2 or x.shape[1] % 2 or len(np.asarray(positions)) != x.shape[0]:
+            raise ValueError(f"x must be (n, d) with d even and positions (n,), got {x.shape}")
+        return rope_with_fault(self._fault, x, positions)
+
+    def __repr__(self) -> str:
+        return "<a rotary position function: call it as rope(x, positions)>"
+
+
+def mystery_rope(fault: str) -> _Rope:
+    """The RoPE of exercise 13.5 with ``fault`` (one of ``ROPE_FAULTS``): a Built factory."""
+    if fault not in ROPE_FAULTS:
+        raise ValueError(f"fault must be one of {ROPE_FAULTS}, got {fault!r}")
+    return _Rope(fault)

@@ -13,8 +13,10 @@ from ..grouped_query import kv_cache_bytes, repeat_kv
 from ..rmsnorm import rms_norm
 from ..rope import halves_to_interleaved, rope
 from . import Built, ExerciseError, call_student, check_array, hidden_rng, passed
+from .given import ROPE_FAULTS, mystery_rope, rope_with_fault
 
-__all__ = ["check_rotate_pairs", "check_rms_norm", "check_repeat_kv_heads", "check_cache_values"]
+__all__ = ["check_rotate_pairs", "check_rms_norm", "check_repeat_kv_heads", "check_cache_values",
+           "check_diagnose_rope", "ROPE_FAULTS", "mystery_rope"]  # fmt: skip
 
 # The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
 # an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
@@ -23,6 +25,7 @@ REFERENCES = {
     "13.2": ("course_lib.rmsnorm.rms_norm", "course_lib.nn.norms.RMSNorm"),
     "13.3": ("course_lib.grouped_query.repeat_kv",),
     "13.4": ("course_lib.grouped_query.kv_cache_bytes",),
+    "13.5": (),
 }
 
 
@@ -268,3 +271,41 @@ def check_cache_values(student_fn, predicted=None, *, seed: int = 0) -> None:
             side = "too low" if got < expected else "too high"
             raise ExerciseError(ex, f"{what}: your {int(got)} is {side}.", hint)
     passed(ex, "the KV cache, measured")
+
+
+_ROPE_PROBES = (  # (x, positions) on which the faults of exercise 13.5 rotate differently
+    (np.array([[1.0, 0.0, 1.0, 0.0]]), [1]),
+    (np.array([[0.0, 1.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0]]), [0, 3]),
+)
+
+
+def _rope_evidence(fault: str, said: str) -> str:
+    for x, positions in _ROPE_PROBES:
+        real, claimed = rope_with_fault(fault, x, positions), rope_with_fault(said, x, positions)
+        if not np.allclose(real, claimed):
+            return (f"try x = {x.tolist()}, positions = {positions}: a rope that is {said!r} "
+                    f"returns {np.round(claimed, 3).tolist()}, this one "
+                    f"{np.round(real, 3).tolist()}.")  # fmt: skip
+    return "call it on vectors and positions of your own and compare with 13.1's rotate_pairs."
+
+
+def check_diagnose_rope(student_fn, *, seed: int = 0) -> None:
+    """Exercise 13.5 (diagnose): ``diagnose_rope(rope) -> fault``, the bug of a rotary position
+    function found by calling it: one of ``ROPE_FAULTS``. Seed 0 gives the five in this order;
+    other seeds five drawn at random (repeats allowed). A wrong diagnosis is shown one input on
+    which the function and the diagnosed fault differ, not the answer."""
+    ex = "13.5"
+    faults = list(ROPE_FAULTS)
+    if seed:
+        rng = hidden_rng(seed, 135)
+        faults = [ROPE_FAULTS[int(i)] for i in rng.integers(0, len(ROPE_FAULTS), size=5)]
+    for k, fault in enumerate(faults, 1):
+        got = call_student(ex, student_fn, Built("course_lib.checks.given:mystery_rope",
+                                                 fault=fault))  # fmt: skip
+        if not isinstance(got, str) or got not in ROPE_FAULTS:
+            raise ExerciseError(ex, f"rope {k}: expected one of {', '.join(ROPE_FAULTS)}, got "
+                                f"{got!r:.60}.", "return the name of the fault as a string.")  # fmt: skip
+        if got != fault:
+            raise ExerciseError(ex, f"rope {k}: you diagnosed {got!r}, which does not explain "
+                                "what it does.", _rope_evidence(fault, got))  # fmt: skip
+    passed(ex, "a broken RoPE diagnosed from its outputs")

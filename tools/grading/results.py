@@ -33,20 +33,23 @@ class Result:
         )
 
 
-# Characters that redraw or reorder a terminal line (or a spreadsheet cell): C0/C1 controls,
-# DEL, and the bidirectional overrides and isolates.
-_BIDI = set("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+# Characters that redraw, reorder or split a terminal line, a CSV row or a log line: controls
+# (Cc: C0, C1, DEL), format characters (Cf: the bidirectional overrides and isolates, U+061C,
+# zero-width characters, tag characters), the line and paragraph separators (Zl U+2028, Zp
+# U+2029: ``str.splitlines`` splits there) and lone surrogates (Cs: they cannot be printed).
+ESCAPED = ("Cc", "Cf", "Zl", "Zp", "Cs")
 
 
 def clean(text: object, keep_newlines: bool = False) -> str:
-    """``text`` with every control character shown as an escape (``\\r``, ``\\x1b``, ``\\u202e``):
-    whatever a notebook puts in a message or a file name cannot rewrite the instructor's terminal,
-    CSV or log. Newlines stay only where the caller lays lines out itself (``keep_newlines``)."""
+    """``text`` with every character of :data:`ESCAPED` shown as an escape (``\\r``,
+    ``\\x1b``, ``\\u202e``, ``\\u2028``, ``\\U000e0041``): whatever a notebook puts in a
+    message or a file name cannot rewrite the instructor's terminal, CSV or log. Newlines stay
+    only where the caller lays lines out itself (``keep_newlines``)."""
     out = []
     for ch in str(text):
         if ch == "\n" and keep_newlines:
             out.append(ch)
-        elif unicodedata.category(ch) == "Cc" or ch in _BIDI:
+        elif unicodedata.category(ch) in ESCAPED:
             out.append(ch.encode("unicode_escape").decode("ascii"))
         else:
             out.append(ch)

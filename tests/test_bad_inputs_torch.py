@@ -956,6 +956,10 @@ EXEMPT = {
         "GPT/ModernLM.forward ask for layer 0, 1, ..."
     ),
     "course_lib.nn.cache.LayerKVCache.append": _INNER.format("MultiHeadAttention.forward"),
+    "course_lib.nn.cache.KVCache.crop": _INNER.format(
+        "speculative_generate, which crops its caches"
+    ),
+    "course_lib.nn.cache.LayerKVCache.crop": _INNER.format("KVCache.crop"),
     "course_lib.nn.attention.MultiHeadAttention.split_heads": _INNER.format("forward"),
     "course_lib.nn.attention.attend": _INNER.format("MultiHeadAttention.forward"),
     "course_lib.nn.attention.causal_mask_from": _INNER.format("MultiHeadAttention.forward"),

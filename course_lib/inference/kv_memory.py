@@ -27,7 +27,8 @@ __all__ = ["kv_cache_bytes_per_token", "PUBLISHED_CONFIGS", "CONFIG_SOURCES"]
 #: the attention settings of published models, as their config.json names them
 PUBLISHED_CONFIGS: dict[str, dict[str, int]] = {
     "Llama 2 7B": dict(num_hidden_layers=32, hidden_size=4096, num_attention_heads=32,
-                       num_key_value_heads=32, head_dim=128),
+                       num_key_value_heads=32, head_dim=128, intermediate_size=11008,
+                       vocab_size=32000),
     "Llama 3 8B": dict(num_hidden_layers=32, hidden_size=4096, num_attention_heads=32,
                        num_key_value_heads=8, head_dim=128),
     "Qwen3 8B": dict(num_hidden_layers=36, hidden_size=4096, num_attention_heads=32,

@@ -32,7 +32,9 @@ from course_lib import Int8Linear, best_time, seed_everything
 
 def weight_bytes(layer: torch.nn.Module) -> int:
     """Bytes of the stored weight (and scales): parameters and buffers, bias excluded."""
-    tensors = [*layer.buffers(), layer.weight] if hasattr(layer, "weight") else list(layer.buffers())
+    tensors = (
+        [*layer.buffers(), layer.weight] if hasattr(layer, "weight") else list(layer.buffers())
+    )
     return sum(t.numel() * t.element_size() for t in tensors)
 
 

@@ -8,6 +8,7 @@ student left open in their own JupyterLab nor overwrite their workspace or setti
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -87,12 +88,45 @@ def press_ctrl_s(browser: Browser) -> None:
                      browser.session)  # fmt: skip
 
 
+TABS_JS = """Array.from(document.querySelectorAll('.lm-TabBar-tab')).map(
+  t => [(t.querySelector('.lm-TabBar-tabLabel') || t).innerText, t.className])"""
+
+
+def tab_clean(browser: Browser, name: str) -> bool:
+    """True when the main area has a tab labelled ``name`` and none so labelled is dirty."""
+    tabs = [cls for label, cls in browser.evaluate(TABS_JS) if label.strip() == name]
+    return bool(tabs) and not any("jp-mod-dirty" in cls.split() for cls in tabs)
+
+
+def saved_and_settled(notebook: Path, before_ns: int, last: list[bytes | None]) -> bool:
+    """True once ``notebook`` was written after ``before_ns`` and its bytes are a whole notebook
+    that two reads in a row agree on. Jupyter's save truncates the file and rewrites it in place,
+    so a read just after the mtime changes can see 0 bytes or half a file: the mtime alone is
+    only a sign that a write began."""
+    try:
+        if notebook.stat().st_mtime_ns == before_ns:
+            return False
+        data = notebook.read_bytes()
+        json.loads(data)
+    except (OSError, ValueError):
+        last[0] = None
+        return False
+    settled, last[0] = data == last[0], data
+    return settled
+
+
 def open_and_save(browser: Browser, base: str, token: str, notebook: Path, rel: str) -> None:
-    """Open ``rel`` in JupyterLab, wait for its kernel, save it, wait for the file to change."""
+    """Open ``rel`` in JupyterLab, wait for its kernel, save it, and wait until the save is
+    finished: the tab no longer dirty and the file a whole notebook that has stopped changing."""
     # ?reset: a fresh workspace, so the previous lecture is not reopened beside it
     browser.navigate(f"{base}/lab/tree/{rel}?reset&token={token}")
-    browser.wait_for(lambda: browser.evaluate(KERNEL_IDLE_JS), 180, f"{rel} open, kernel idle")
+    browser.wait_for(lambda: browser.evaluate(KERNEL_IDLE_JS), 300, f"{rel} open, kernel idle")
     browser.pump(2.0)  # the kernel's metadata reaches the notebook model
     before = notebook.stat().st_mtime_ns
     press_ctrl_s(browser)
-    browser.wait_for(lambda: notebook.stat().st_mtime_ns != before, 60, f"{rel} saved")
+    last: list[bytes | None] = [None]
+    browser.wait_for(lambda: saved_and_settled(notebook, before, last), 180, f"{rel} saved")
+    try:
+        browser.wait_for(lambda: tab_clean(browser, notebook.name), 60, f"{rel}'s tab clean")
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}; the tabs: {browser.evaluate(TABS_JS)}") from None

@@ -16,13 +16,14 @@ so the largest weight lands exactly on ±127 (LLM.int8()'s "vector-wise" absmax,
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import as_finite_array, check_flag
 
 __all__ = ["int8_quantize", "int8_dequantize"]
 
 
-def int8_quantize(w, per_channel: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def int8_quantize(w: ArrayLike, per_channel: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Absmax int8 quantisation of ``w (out_features, in_features)``.
 
     Args:
@@ -50,7 +51,7 @@ def int8_quantize(w, per_channel: bool = True) -> tuple[np.ndarray, np.ndarray]:
     return q, absmax / np.float32(127)
 
 
-def int8_dequantize(q, scale) -> np.ndarray:
+def int8_dequantize(q: np.ndarray, scale: ArrayLike) -> np.ndarray:
     """``scale * q`` as float32: the weights an int8 layer computes with.
 
     ``q``: int8 ``(out, in)``; ``scale``: ``(out, 1)`` or ``(1, 1)`` (what :func:`int8_quantize`

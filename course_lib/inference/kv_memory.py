@@ -59,7 +59,7 @@ def _get(config, key: str, default=None):
     return getattr(config, key, default)
 
 
-def kv_cache_bytes_per_token(config, bytes_per_value: int = 2) -> int:
+def kv_cache_bytes_per_token(config: Mapping | object, bytes_per_value: int = 2) -> int:
     """Bytes the KV cache holds per token of one sequence, for a ``transformers``-style config.
 
     ``config``: a mapping or an object with ``num_hidden_layers`` and either ``kv_lora_rank``

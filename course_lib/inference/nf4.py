@@ -19,6 +19,7 @@ from __future__ import annotations
 from statistics import NormalDist
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import as_finite_array, check_positive_int
 
@@ -55,7 +56,7 @@ def nf4_levels(offset: float = 0.9677083) -> np.ndarray:
     return levels / levels.max()  # (16,) in [-1, 1]
 
 
-def nf4_quantize(w, block_size: int = 64) -> tuple[np.ndarray, np.ndarray]:
+def nf4_quantize(w: ArrayLike, block_size: int = 64) -> tuple[np.ndarray, np.ndarray]:
     """NF4-quantise ``w`` (any shape, read in memory order) in blocks of ``block_size`` weights.
 
     Returns:
@@ -82,7 +83,9 @@ def nf4_quantize(w, block_size: int = 64) -> tuple[np.ndarray, np.ndarray]:
     return packed[:, None], absmax
 
 
-def nf4_dequantize(packed, absmax, shape, block_size: int = 64) -> np.ndarray:
+def nf4_dequantize(
+    packed: np.ndarray, absmax: ArrayLike, shape: tuple[int, ...], block_size: int = 64
+) -> np.ndarray:
     """The float32 weights of ``shape`` stored by :func:`nf4_quantize`: ``NF4_CODE[i] * absmax``."""
     if not isinstance(packed, np.ndarray) or packed.dtype != np.uint8:
         got = f"{packed.dtype} array" if isinstance(packed, np.ndarray) else type(packed).__name__

@@ -25,6 +25,7 @@ tensor of SmolLM2's file). numpy only.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validation import as_finite_array, check_choice
 
@@ -83,7 +84,7 @@ def _unpack_nibbles(packed: np.ndarray) -> np.ndarray:
     return np.concatenate([packed & np.uint8(0x0F), packed >> np.uint8(4)], axis=1)
 
 
-def quantize(x, fmt: str) -> np.ndarray:
+def quantize(x: ArrayLike, fmt: str) -> np.ndarray:
     """Quantise ``x (..., n)`` (n a multiple of 32) to ``fmt`` ("Q8_0", "Q4_0", "Q4_1").
 
     Returns uint8 ``(..., n // 32 * bytes per block)``: GGUF's layout, equal byte for byte to
@@ -111,7 +112,7 @@ def quantize(x, fmt: str) -> np.ndarray:
     return out.reshape(*shape[:-1], shape[-1] // BLOCK_SIZE * BLOCK_BYTES[fmt])
 
 
-def dequantize(blocks, fmt: str, shape) -> np.ndarray:
+def dequantize(blocks: np.ndarray, fmt: str, shape: tuple[int, ...]) -> np.ndarray:
     """The float32 weights of ``shape`` stored in ``blocks`` (uint8, GGUF's layout) as ``fmt``.
 
     Equal bit for bit to ``gguf.quants.dequantize(blocks, GGMLQuantizationType[fmt])`` reshaped

@@ -94,7 +94,7 @@ def speculative_generate(
     temperature: float = 0.0,
     generator: torch.Generator | None = None,
     return_stats: bool = False,
-):
+) -> torch.Tensor | tuple[torch.Tensor, dict]:
     """Extend the prompt ``ids (1, n)`` by ``max_new_tokens`` tokens of ``target``, drafting
     ``num_draft_tokens`` at a time with ``draft`` (same vocabulary).
 

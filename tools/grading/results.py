@@ -21,6 +21,7 @@ class Result:
     notes: list[str] = field(default_factory=list)
     warning: str | None = None  # graded, but e.g. the file name names another lecture
     seconds: float = 0.0
+    hidden_seed: int | None = None  # the seed of the hidden inputs: `--hidden-seed` reproduces it
     stages: dict[str, float] = field(default_factory=dict)  # wall seconds: start-up, imports, ...
 
     @property
@@ -90,6 +91,11 @@ def print_summary(r: Result) -> None:
     passed = sum(ok for ok, _ in r.exercises.values())
     what = "items" if all(e.startswith("Q") for e in r.exercises) else "exercises"
     print(f"  {passed}/{len(r.exercises)} {what} passed")
+    if r.hidden_seed is not None and passed < len(r.exercises):
+        print(
+            f"  (hidden inputs: seed {r.hidden_seed}; `--hidden-seed {r.hidden_seed}` grades "
+            "on the same ones again)"
+        )
 
 
 def write_csv(results: list[Result], out: Path) -> None:
@@ -98,7 +104,7 @@ def write_csv(results: list[Result], out: Path) -> None:
         w = csv.writer(fh)
         w.writerow(["notebook", "lecture", *[label(e) for e in ids], "passed", "total",
                     "error", "warning", "uses course_lib", "course_lib evidence", "reasons",
-                    "seconds"])  # fmt: skip
+                    "seconds", "hidden seed"])  # fmt: skip
         for r in results:
             cells = [
                 ("" if e not in r.exercises else "pass" if r.exercises[e][0] else "fail")
@@ -115,4 +121,5 @@ def write_csv(results: list[Result], out: Path) -> None:
                         clean(" ".join((r.warning or "").split())), " ".join(r.uses_course_lib),
                         clean("; ".join(f"{e}: {', '.join(r.course_lib.get(e, []))}"
                                         for e in r.uses_course_lib))[:1000],
-                        reasons, r.seconds])  # fmt: skip
+                        reasons, r.seconds,
+                        "" if r.hidden_seed is None else r.hidden_seed])  # fmt: skip

@@ -58,6 +58,7 @@ def grade(
     if not sandbox:
         result.notes.append("no sandbox: " + (sandbox_available()[1] or "disabled"))
     seed = secrets.randbelow(2**31 - 1) + 1 if hidden_seed is None else hidden_seed
+    result.hidden_seed = seed  # in the CSV: `--hidden-seed SEED` gives the same verdict again
     clock = time.monotonic()
     try:
         kernel = Kernel(course, timeout, memory_mb, sandbox, max_processes, disk_mb)

@@ -29,6 +29,7 @@ from .._validation import (
     check_module,
     check_positive_int,
     checkpoint_path,
+    read_checkpoint,
 )
 from ..configs import GPTConfig, current_names
 from ..data.chat import END_OF_TURN, render_chat
@@ -206,7 +207,7 @@ def load_assistant(name: str = "tuned", path: str | Path | None = None) -> tuple
     """
     check_choice(name, "name", ASSISTANT_CHECKPOINTS)
     path = checkpoint_path(path, ASSISTANT_CHECKPOINTS[name])
-    ckpt = current_names(torch.load(path, map_location="cpu", weights_only=True))
+    ckpt = current_names(read_checkpoint(path, "chat assistant"))
     check_checkpoint(
         ckpt,
         ("config", "state_dict", "replies"),
@@ -215,6 +216,12 @@ def load_assistant(name: str = "tuned", path: str | Path | None = None) -> tuple
         GPTConfig.__dataclass_fields__,
     )
     base = ckpt.get("base")
+    made_on = {"tuned": None, "lora": "pretrained", "dpo": "tuned"}  # what each name adapts
+    if name in made_on and base != made_on[name]:
+        raise ValueError(
+            f"{path} holds {'a whole model' if base is None else f'adapters on {base!r}'}, "
+            f"not a {name!r} assistant; pass the name that matches the file"
+        )
     if base is None:  # a whole model
         model = GPT(GPTConfig(**ckpt["config"]))
     elif base == "pretrained":  # adapters on lecture 11's GPT

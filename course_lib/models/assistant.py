@@ -216,7 +216,7 @@ def load_assistant(name: str = "tuned", path: str | Path | None = None) -> tuple
         GPTConfig.__dataclass_fields__,
     )
     base = ckpt.get("base")
-    made_on = {"tuned": None, "lora": "pretrained", "dpo": "tuned"}  # what each name adapts
+    made_on = {"tuned": None, "lora": "pretrained", "dpo": "tuned", "grpo": "tuned"}  # adapts what
     if name in made_on and base != made_on[name]:
         raise ValueError(
             f"{path} holds {'a whole model' if base is None else f'adapters on {base!r}'}, "

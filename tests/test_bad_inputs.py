@@ -19,6 +19,7 @@ from course_lib.bleu import bleu_statistics, compute_bleu, tokenize_for_bleu
 from course_lib.checks.quiz import check_quiz
 from course_lib.data import Batch, Vocab, generate_pairs, make_batch, word_tokens
 from course_lib.data.pretraining import mask_tokens, pair_input, truncate_pair
+from course_lib.inference import dequantize
 from course_lib.models import translation_loss
 from course_lib.nn import FeedForward
 from course_lib.quiz import judge, load_quiz, load_quizzes, quiz_path
@@ -69,6 +70,13 @@ EMPTY_FILE = os.devnull
 # (callable, args, kwargs, error type, message fragment[, target]): the format is described in
 # tests/test_bad_input_coverage.py, which also checks that every public callable has 3 rows.
 CASES = [
+    # llama.cpp's block formats (course_lib.inference)
+    (dequantize, (np.zeros(20, np.uint8), "Q5_K", (32,)), {}, ValueError,
+     "fmt must be one of ['Q4_0', 'Q4_1', 'Q8_0'], got 'Q5_K'"),
+    (dequantize, (np.zeros(20, np.float32), "Q4_1", (32,)), {}, TypeError,
+     "blocks must be a uint8 numpy array (the file's bytes), got float32 array"),
+    (dequantize, (np.zeros(20, np.uint8), "Q4_1", (64,)), {}, ValueError,
+     "blocks holds 20 bytes; Q4_1 of shape (64,) needs 2 blocks x 20 bytes = 40"),
     # softmax
     (C.softmax, (nan,), {}, ValueError, "x contains nan"),
     (C.softmax, ("abc",), {}, TypeError, "x must contain real numbers"),

@@ -5,7 +5,7 @@
 
 Both hold the same SmolLM2-135M-Instruct weights: ours from :func:`course_lib.pretrained.
 load_smollm2`, theirs ``LlamaForCausalLM.from_pretrained(dir, gguf_file=...)`` from the same
-GGUF file (float32; loading it takes over a minute, not timed). Greedy decoding with the KV
+GGUF file (float32; loading it is not timed). Greedy decoding with the KV
 cache, one prompt, ``--new`` new tokens, one thread; the script checks that both give the same
 tokens. Time: best of ``--repeats`` runs after one warm-up. Prints tokens per second and the
 ratio ``transformers time / our time`` (> 1: ours is faster). A benchmark, not a test.

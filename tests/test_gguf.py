@@ -112,7 +112,7 @@ def test_a_tiny_llama_gguf_gives_transformers_logits(tiny):
     ours, _ = from_gguf(tiny)
     ids = torch.tensor([[1, 5, 9, 27, 28, 30, 3, 3, 7, 12]])
     with torch.no_grad():
-        torch.testing.assert_close(ours(ids), reference(ids).logits, atol=1e-5, rtol=0)
+        torch.testing.assert_close(ours(ids), reference(ids).logits, atol=1e-4, rtol=0)
 
 
 # ------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """SmolLM2-135M-Instruct in the course's ModernLM (course_lib.pretrained.load_smollm2) against
 ``transformers`` built from the same GGUF file: the tokenizer's ids (fast tier), the logits to
-1e-4 and greedy cached generation token for token (slow tier: ``transformers`` takes over a
-minute to load the file, once per session)."""
+1e-4 and greedy cached generation token for token (slow tier: ``transformers`` loads the file
+once per session, 14 s here and more on a busy machine)."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def test_the_tokenizer_gives_transformers_ids(smollm2, hf_tokenizer):
     assert len(tokenizer.encode(TEXT)) >= 250  # not trivially short (274 tokens)
 
 
-@pytest.mark.slow  # transformers loads the GGUF file in over a minute
+@pytest.mark.slow  # transformers loads the GGUF file (14 s here; more on a busy machine)
 def test_the_weights_equal_transformers_after_its_q_k_reordering(smollm2, hf_model):
     from course_lib.interop import from_hf
 
@@ -112,3 +112,55 @@ def test_a_second_load_is_the_same_objects_and_the_cache_is_outside_the_repo(smo
     assert load_smollm2() is smollm2
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     assert not str(weights_cache_dir().resolve()).startswith(root)
+
+
+CONVERSATIONS = [
+    [{"role": "user", "content": "What is the first word of: open file read?"}],
+    [{"role": "user", "content": "What is the first word of: open file read?"},
+     {"role": "assistant", "content": "open"}],
+    [{"role": "system", "content": "Answer with one word."},
+     {"role": "user", "content": "Name a colour 🙂"},
+     {"role": "assistant", "content": "Blue."},
+     {"role": "user", "content": "  And another,\nplease?  "},
+     {"role": "assistant", "content": "\nGreen — naïvely."}],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("generation_prompt", [False, True])
+@pytest.mark.parametrize("messages", CONVERSATIONS)
+def test_render_chat_chatml_equals_apply_chat_template(smollm2, hf_tokenizer, messages,
+                                                        generation_prompt):  # fmt: skip
+    from course_lib import render_chat
+
+    _, tokenizer = smollm2
+    ids, mask = render_chat(messages, tokenizer, generation_prompt, template="chatml")
+    expected = hf_tokenizer.apply_chat_template(
+        messages, add_generation_prompt=generation_prompt, tokenize=True, return_dict=False
+    )
+    assert ids == list(expected)
+    # the mask marks exactly each assistant reply and its <|im_end|>
+    marked = tokenizer.decode([i for i, m in zip(ids, mask, strict=True) if m],
+                              skip_special_tokens=False)  # fmt: skip
+    replies = [m["content"] + "<|im_end|>" for m in messages if m["role"] == "assistant"]
+    assert marked == "".join(replies)
+
+
+@pytest.mark.slow
+def test_the_stored_reference_of_lecture_13_is_transformers_output(smollm2, hf_model):
+    """course_lib/data/smollm2_reference.json (tools/smollm2_reference.py) against a fresh run."""
+    import json
+    from importlib.resources import files
+
+    from tools.smollm2_reference import PROBE_IDS, PROMPTS, reference
+
+    stored = json.loads(files("course_lib.data").joinpath("smollm2_reference.json").read_text())
+    assert stored["probe_ids"] == PROBE_IDS and [r["prompt"] for r in stored["prompts"]] == PROMPTS
+    model, tokenizer = smollm2
+    for old, new in zip(stored["prompts"], reference(model, tokenizer, hf_model), strict=True):
+        assert old["ids"] == new["ids"] and old["top_ids"] == new["top_ids"]
+        assert old["greedy_ids"] == new["greedy_ids"] == new["course_greedy_ids"]
+        torch.testing.assert_close(torch.tensor(old["probe_logits"]),
+                                   torch.tensor(new["probe_logits"]), atol=1e-5, rtol=0)  # fmt: skip
+        torch.testing.assert_close(torch.tensor(old["top_logits"]),
+                                   torch.tensor(new["top_logits"]), atol=1e-5, rtol=0)  # fmt: skip
+        assert new["max_abs_diff_all_logits"] < 1e-4

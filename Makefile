@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-# tools/start.py and tools/update.py need no installed package: any Python 3 will do.
+# tools/dev/start.py and tools/dev/update.py need no installed package: any Python 3 will do.
 PYTHON_ANY := $(if $(wildcard $(PY)),$(PY),$(PYTHON))
 STAMP  := $(VENV)/.installed
 NB_DIRS := notebooks solutions
@@ -34,7 +34,7 @@ endif
 # command line), on LAB_PORT or the next free port, opening on the README rendered as a page.
 LAB_PORT ?= 8888
 lab: $(STAMP)
-	@$(PY) tools/lab.py --port $(LAB_PORT)
+	@$(PY) tools/dev/lab.py --port $(LAB_PORT)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
@@ -58,54 +58,54 @@ slow: $(STAMP)
 fresh-install: $(STAMP)
 	COURSE_FRESH_INSTALL=1 $(PY) -m pytest -q -s tests/test_fresh_install.py
 
-# Maintainers: every mutant of tools/mutate.py must make a test fail (not part of `make test`).
+# Maintainers: every mutant of tools/dev/mutate.py must make a test fail (not part of `make test`).
 mutants: $(STAMP)
-	$(PY) -m tools.mutate
+	$(PY) -m tools.dev.mutate
 
 notebooks: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist loadfile --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg $(NB_DIRS)
 
 # `make test` (students, CI): `make check` on the course as committed, in a temporary clean clone
-# of HEAD (tools/in_clean_clone.py), so nothing a student saved in this clone (run lectures, answers,
+# of HEAD (tools/dev/in_clean_clone.py), so nothing a student saved in this clone (run lectures, answers,
 # own notebooks) can fail it, and nothing in it is modified. `make check` runs on the working tree
 # (maintainers, before committing). CI checks out a clean clone: there both are the same.
 TEST_TARGETS ?= check
 test: $(STAMP)
-	@$(PY) tools/in_clean_clone.py $(MAKE) --no-print-directory -o $(STAMP) $(TEST_TARGETS)
+	@$(PY) tools/dev/in_clean_clone.py $(MAKE) --no-print-directory -o $(STAMP) $(TEST_TARGETS)
 
 check: lint unit slow notebooks
 
 # Repository hygiene alone, in seconds (also part of `make unit`): exercises generated from
 # solutions, environment.yml from requirements.txt, tidy notebooks, documented public API.
 hygiene: $(STAMP)
-	$(PY) tools/make_exercises.py --check
-	$(PY) -m tools.make_quizzes --check
-	$(PY) tools/sync_environment.py --check
+	$(PY) tools/notebooks/make_exercises.py --check
+	$(PY) -m tools.notebooks.make_quizzes --check
+	$(PY) tools/dev/sync_environment.py --check
 	$(PY) -m pytest -q tests/test_repo.py
 
 # Maintainers: does requirements.txt install on each supported CPython and OS? (pip dry-run, network)
 check-pythons: $(STAMP)
-	$(PY) tools/check_python_versions.py
+	$(PY) tools/dev/check_python_versions.py
 
 # Your own copy of a lecture's exercises in the git-ignored my-work/ (never overwritten):
 # make start NB=01 (or 1, 01_softmax)   ->   my-work/01_softmax_exercises.ipynb
 # NB reaches the script through the environment (never a shell command line).
 start:
-	@$(PYTHON_ANY) tools/start.py "$$NB"
+	@$(PYTHON_ANY) tools/dev/start.py "$$NB"
 
 # Take the course's updates: your changed files that the update would overwrite (run lectures,
 # answers typed into exercises/) are copied to my-work/kept-<date-time>/ first, then git pulls.
 update:
-	@$(PYTHON_ANY) tools/update.py
+	@$(PYTHON_ANY) tools/dev/update.py
 
 # Render quizzes/NN_topic_quiz.ipynb from course_lib/quizzes/NN_topic.toml (their single source).
 quizzes: $(STAMP)
-	$(PY) -m tools.make_quizzes
+	$(PY) -m tools.notebooks.make_quizzes
 
 # Regenerate exercises/ from solutions/ (the single source of exercise notebooks).
 exercises: $(STAMP)
-	$(PY) tools/make_exercises.py
+	$(PY) tools/notebooks/make_exercises.py
 
 # Grade one student notebook: make grade NB=exercises/01_softmax.ipynb
 # NB reaches the grader through the environment only (never through a shell command line), and
@@ -124,15 +124,15 @@ benchmarks: $(STAMP)
 # lectures it has) and, by default, the solutions: make site SOLUTIONS=0 leaves them out.
 SOLUTIONS ?= 1
 site: $(STAMP)
-	$(PY) -m tools.build_site site build/site --lite $(if $(filter 0,$(SOLUTIONS)),--no-solutions)
+	$(PY) -m tools.site.build_site site build/site --lite $(if $(filter 0,$(SOLUTIONS)),--no-solutions)
 
 slides: $(STAMP)
-	$(PY) -m tools.build_site slides build/slides $(if $(filter 0,$(SOLUTIONS)),--no-solutions)
+	$(PY) -m tools.site.build_site slides build/slides $(if $(filter 0,$(SOLUTIONS)),--no-solutions)
 
 # The browser edition (JupyterLite, nothing to install): lectures 01-04, 06 and 10 with their
 # exercises and a course_lib wheel without the .pt files; it loads Pyodide from a CDN when opened.
 lite: $(STAMP)
-	$(PY) -m tools.build_lite build/lite
+	$(PY) -m tools.site.build_lite build/lite
 
 clean:
 	rm -rf $(VENV) build _site graded

@@ -52,7 +52,7 @@ def _cpu() -> float:
 
 
 def _grader_start_up() -> float:
-    code = "from tools import grade; grade._course(); grade.sandbox_available()"
+    code = "from tools.grading import cli as grade; grade._course(); grade.sandbox_available()"
     t0 = time.perf_counter()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True)
@@ -60,7 +60,7 @@ def _grader_start_up() -> float:
 
 
 def _grade(paths: list[Path], jobs: int):
-    from tools import grade
+    from tools.grading import cli as grade
 
     t0, c0 = time.perf_counter(), _cpu()
     results = grade.grade_many(paths, jobs)
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--class-size", type=int, default=100)
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args(argv)
-    from tools import grade
+    from tools.grading import cli as grade
 
     print(f"load average before: {os.getloadavg()[0]:.2f}; {os.cpu_count()} cores; "
           f"{grade.isolation()}")  # fmt: skip

@@ -180,7 +180,7 @@ class TrainingConfig:
             )
 
 
-# The lecture's tiny GPT and how tools/train_gpt.py trained course_lib/data/tiny_gpt.pt.
+# The lecture's tiny GPT and how tools/training/train_gpt.py trained course_lib/data/tiny_gpt.pt.
 TINY_GPT_CONFIG = GPTConfig(
     vocab_size=512,  # byte-level BPE learned by course_lib.data.language_modeling.lm_tokenizer
     context_length=128,  # context of 128 tokens (~280 characters)
@@ -195,7 +195,7 @@ TINY_GPT_TRAINING = TrainingConfig(
     eval_every=150,  # validation loss (every 10th training document); the best step is kept
 )  # fmt: skip
 
-# Lecture 08's tiny BERT and how tools/train_tiny_bert.py pretrained course_lib/data/tiny_bert.pt
+# Lecture 08's tiny BERT and how tools/training/train_tiny_bert.py pretrained course_lib/data/tiny_bert.pt
 # (MLM + NSP; its WordPiece vocabulary of TINY_BERT_CONFIG.vocab_size tokens is learned first).
 TINY_BERT_CONFIG = TinyBertConfig()
 TINY_BERT_TRAINING = TrainingConfig(seed=0, steps=4000, batch_size=32, lr=2e-3, warmup=200)

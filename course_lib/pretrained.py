@@ -15,7 +15,7 @@ all-MiniLM-L6-v2 (a BERT encoder: 6 layers, 12 heads, hidden size 384, 30,522 lo
 WordPiece tokens). We load it with ``transformers`` from the package's own folder with the hub
 switched off, and the *eager* attention implementation (the default SDPA kernel does not
 return attention weights). It has no masked-LM head: the course trains one
-(``tools/train_mlm_head.py``, shipped as ``data/minilm_mlm_head.pt``) for :func:`fill_mask`.
+(``tools/training/train_mlm_head.py``, shipped as ``data/minilm_mlm_head.pt``) for :func:`fill_mask`.
 
 Helpers: contextual vectors of a word at every layer (the "bank" experiment, computed by the
 course's own :class:`~course_lib.models.bert_encoder.BertEncoder` holding MiniLM's weights)
@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 # Fill-in-the-blank sentences for the MLM head: (sentence with one [MASK], acceptable words).
-# The technical ones are written for the course (tools/train_mlm_head.py removes them from its
+# The technical ones are written for the course (tools/training/train_mlm_head.py removes them from its
 # training text; none occurs there); the last four are everyday English, far from the Python
 # documentation the head was trained on.
 FILL_MASK_PROBES: list[tuple[str, tuple[str, ...]]] = [
@@ -137,7 +137,7 @@ MLM_HEAD_FILE = Path(__file__).resolve().parent / "data" / "minilm_mlm_head.pt"
 @functools.lru_cache(maxsize=1)
 def load_minilm_mlm():
     """``(tokenizer, encoder, head, meta)``: MiniLM in the course's :class:`BertEncoder`
-    (unchanged: the encoder stays frozen) and the masked-LM head ``tools/train_mlm_head.py``
+    (unchanged: the encoder stays frozen) and the masked-LM head ``tools/training/train_mlm_head.py``
     trained on the output of its layer ``meta["layer"]`` (float16 on disk, float32 here;
     ``weights_only=True``). ``meta`` holds the training settings, the layer sweep, the held-out
     history and the probes' answers."""
@@ -157,7 +157,7 @@ def fill_mask(text: str, top_k: int = 5) -> list[tuple[str, float]]:
     """The ``top_k`` most probable WordPiece tokens for the one ``[MASK]`` in ``text``.
 
     Returns ``[(token, probability), ...]``, most probable first, from MiniLM (in the course's
-    encoder, frozen) and the masked-LM head trained by ``tools/train_mlm_head.py`` on the
+    encoder, frozen) and the masked-LM head trained by ``tools/training/train_mlm_head.py`` on the
     output of MiniLM's layer ``meta["layer"]`` of :func:`load_minilm_mlm`. Tokens starting
     with ``##`` continue a word.
     """
@@ -188,7 +188,7 @@ def load_topic_classifier(labels: str = "budget"):
     ``labels``: ``"budget"`` for the model fine-tuned on the labelled budget (64 sentences per
     topic), ``"all"`` for the one fine-tuned on the whole training split (3,322 sentences).
     ``classifier`` is a :class:`course_lib.models.classifier.BertClassifier` holding MiniLM's top
-    ``meta["top_layers"]`` layer(s) as fine-tuned by ``tools/fine_tune_minilm.py`` and the
+    ``meta["top_layers"]`` layer(s) as fine-tuned by ``tools/training/fine_tune_minilm.py`` and the
     head; call it on the hidden states *below* those layers (``hidden_states[-1 - top]`` of
     :func:`load_minilm_encoder`'s output). ``meta`` holds the script's comparison table, its
     learning-rate sweep, the training settings, the script's test predictions of both models

@@ -15,8 +15,8 @@ A quiz file names its lecture and holds ``[[items]]`` of three kinds:
 
 Every item has ``section``: the number of the lecture's ``## N.`` section that answers it, and
 ``explain``: why the right answer is right. The lecture's notebook renders the quiz
-(``tools/make_quizzes.py``), the grader grades it (:func:`course_lib.checks.quiz.check_quiz`),
-the site and the decks show it (``tools/sitebuild``).
+(``tools/notebooks/make_quizzes.py``), the grader grades it (:func:`course_lib.checks.quiz.check_quiz`),
+the site and the decks show it (``tools/site``).
 """
 
 from __future__ import annotations

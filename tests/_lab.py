@@ -1,7 +1,7 @@
-"""Start the course's JupyterLab (`make lab`, tools/lab.py) for a test, in a private HOME.
+"""Start the course's JupyterLab (`make lab`, tools/dev/lab.py) for a test, in a private HOME.
 
 Every server a test starts gets its own HOME and Jupyter config, data, runtime, workspaces and
-settings folders (tools/in_clean_clone.py's ``private_home``): it must neither reopen the tabs a
+settings folders (tools/dev/in_clean_clone.py's ``private_home``): it must neither reopen the tabs a
 student left open in their own JupyterLab nor overwrite their workspace or settings.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from _browser import Browser
 
-from tools.in_clean_clone import private_home
+from tools.dev.in_clean_clone import private_home
 
 
 def free_port() -> int:
@@ -47,7 +47,7 @@ TOASTS_JS = "Array.from(document.querySelectorAll('.Toastify__toast')).map(t => 
 
 @contextlib.contextmanager
 def lab_process(cmd: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT):
-    """Run ``cmd`` (make lab or tools/lab.py) with a private HOME unless ``env`` is given; yield
+    """Run ``cmd`` (make lab or tools/dev/lab.py) with a private HOME unless ``env`` is given; yield
     (url, port, token, process, output lines) once it prints the URL; stop it and its server."""
     home = Path(tempfile.mkdtemp(prefix="course-lab-home-"))
     env = private_home(home) if env is None else env

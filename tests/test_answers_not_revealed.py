@@ -6,7 +6,7 @@ that name it. Every text of the exercise notebook (markdown, code and stored out
 lecture is searched: a value within ``WINDOW`` characters of one of its words is a leak. The
 values are taken from the checks themselves where a check exposes them, so a changed answer
 moves the test with it. Summaries that state an answer live in ``solution-only`` cells of
-``solutions/`` (left out of the exercises by tools/make_exercises.py).
+``solutions/`` (left out of the exercises by tools/notebooks/make_exercises.py).
 """
 
 from __future__ import annotations

@@ -131,11 +131,11 @@ def test_shipped_assistants_reproduce_their_stored_replies(tok, name):
 
 
 def test_the_shipped_dpo_settings_follow_the_validation_rule():
-    """The DPO checkpoint's settings are the ones tools/train_assistant.py's rule picks from its
+    """The DPO checkpoint's settings are the ones tools/training/train_assistant.py's rule picks from its
     stored validation numbers (never from the held-out sets), among the script's candidates."""
     from course_lib.data.instructions import FAMILIES, VALIDATION_PER_FAMILY
     from course_lib.models.assistant import load_assistant
-    from tools.train_assistant import SETTINGS, choose_dpo
+    from tools.training.train_assistant import SETTINGS, choose_dpo
 
     _, meta = load_assistant("dpo")
     val = meta["validation"]

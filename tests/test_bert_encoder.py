@@ -215,7 +215,7 @@ MIN_TECHNICAL_HITS = 8  # of N_TECHNICAL_PROBES = 14, "most" (the shipped head: 
 
 def test_shipped_mlm_head_fills_most_technical_blanks():
     """The issue's target: an acceptable word in the top 5 for most technical sentences the
-    head never saw (FILL_MASK_PROBES; tools/train_mlm_head.py keeps them out of its text),
+    head never saw (FILL_MASK_PROBES; tools/training/train_mlm_head.py keeps them out of its text),
     and held-out content words well above the most-frequent-words baseline."""
     from course_lib.pretrained import (
         FILL_MASK_PROBES,

@@ -27,7 +27,7 @@ from packaging.requirements import Requirement
 from course_lib import _TORCH_MODULES
 from course_lib._lazy import lazy_names
 from course_lib._optional import _NEEDS, skip_cells_needing_missing, skip_note
-from tools.build_lite import LECTURES, browser_imports
+from tools.site.build_lite import LECTURES, browser_imports
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCKED = ("torch", "transformers", "tokenizers")  # hidden as if not installed: _no_torch.py
@@ -102,7 +102,7 @@ def test_the_checks_give_the_same_verdicts_without_torch():
 
 
 def _run_blocked(path: Path) -> nbformat.NotebookNode:
-    from tools.nbbuild import run_notebook
+    from tools.notebooks.nbbuild import run_notebook
 
     nb = nbformat.read(path, as_version=4)
     run_notebook(nb, path.parent, kernel_args=(f"--IPKernelApp.exec_lines={BLOCK_LINE}",))
@@ -134,7 +134,7 @@ def test_the_numpy_lectures_run_with_torch_blocked(path):
 
 @pytest.fixture(scope="module")
 def lite_site(tmp_path_factory):
-    from tools.build_lite import build_lite
+    from tools.site.build_lite import build_lite
 
     out = tmp_path_factory.mktemp("lite") / "site"
     measured = build_lite(out, log=lambda *a: None)
@@ -162,7 +162,7 @@ def test_make_lite_builds_the_six_lectures_and_their_exercises(lite_site):
 
 @pytest.mark.slow  # needs the lite build's wheels and Pyodide's lock (npm)
 def test_every_browser_import_is_in_pyodide_or_a_bundled_pure_wheel(lite_site):
-    from tools.build_lite import pyodide_lock
+    from tools.site.build_lite import pyodide_lock
 
     out, _ = lite_site
     lock = pyodide_lock()
@@ -188,11 +188,11 @@ def test_the_site_links_the_browser_edition_where_it_has_the_lecture(tmp_path):
     """`make site` builds the browser edition into the site (--lite) and each of its lectures and
     exercises links to it; README's "browser" links work in the site, and lose their target in a
     site built without it."""
-    from tools.sitebuild.links import rewrite_links
-    from tools.sitebuild.pages import browser_link
+    from tools.site.links import rewrite_links
+    from tools.site.pages import browser_link
 
     make = (ROOT / "Makefile").read_text()
-    assert "tools.build_site site build/site --lite" in make
+    assert "tools.site.build_site site build/site --lite" in make
     assert browser_link(Path("notebooks/03_multi_head_attention.ipynb")) == Path(
         "lite/lab/index.html?path=notebooks/03_multi_head_attention.ipynb"
     )

@@ -3,8 +3,8 @@
 JupyterLab writes the kernel's metadata into every notebook it opens and autosaves it; a lecture
 stored in any other form shows as modified and is rewritten within two minutes, unrun, and `git
 pull` then refuses every update to it. The lectures are stored in the form JupyterLab saves
-(tools/notebook_form.py). This test serves a copy of the lectures the way `make lab` serves the
-course (tools/lab.py: its settings and pre-save hook, with a private HOME and Jupyter folders),
+(tools/notebooks/notebook_form.py). This test serves a copy of the lectures the way `make lab` serves the
+course (tools/dev/lab.py: its settings and pre-save hook, with a private HOME and Jupyter folders),
 opens each lecture in headless Chromium, lets its kernel start, saves it with Ctrl+S (what
 autosave does, without waiting two minutes) and compares the saved file with the committed one
 byte for byte.
@@ -21,7 +21,7 @@ import pytest
 from _browser import Browser, environment_without_proxies
 from _lab import TOASTS_JS, free_port, lab_process, open_and_save
 
-from tools.in_clean_clone import private_home
+from tools.dev.in_clean_clone import private_home
 
 ROOT = Path(__file__).resolve().parents[1]
 LECTURES = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -41,7 +41,7 @@ def test_opening_and_saving_each_lecture_changes_nothing(chromium, tmp_path):
     env = private_home(tmp_path / "home", environment_without_proxies())
     env["PYTHONPATH"] = str(ROOT)
     changed = {}
-    lab = [sys.executable, str(ROOT / "tools" / "lab.py"), "--port", str(free_port()),
+    lab = [sys.executable, str(ROOT / "tools" / "dev" / "lab.py"), "--port", str(free_port()),
            "--root-dir", str(root)]  # fmt: skip
     with lab_process(lab, env) as (url, _, token, _, _), Browser(chromium, timeout=120) as browser:
         base = url.split("/lab/")[0]

@@ -1,6 +1,6 @@
 """Lecture 09's attention views, drawn by a real browser with no network.
 
-1. The lecture is executed and exported to HTML (tools/export_html.py) and opened in headless
+1. The lecture is executed and exported to HTML (tools/site/export_html.py) and opened in headless
    Chromium from a file:// URL.
 2. The same executed notebook is saved (trusted), then opened in a JupyterLab 4 that this test
    starts on 127.0.0.1 with a random token and isolated config, data and runtime directories
@@ -41,8 +41,8 @@ from _browser import (
     environment_without_proxies,
 )
 
-from tools.export_html import export_offline_html
-from tools.nbbuild import run_notebook
+from tools.notebooks.nbbuild import run_notebook
+from tools.site.export_html import export_offline_html
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,10 +1,10 @@
-"""tools/check_python_versions.py judges dependencies for the target platform, not this machine."""
+"""tools/dev/check_python_versions.py judges dependencies for the target platform, not this machine."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tools import check_python_versions as cpv
+from tools.dev import check_python_versions as cpv
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tools import grade
+from tools.grading import cli as grade
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,7 +47,7 @@ def test_class_is_graded_into_one_csv(tmp_path, capsys):
     shutil.copy(folder / "01_softmax_ada.ipynb", folder / "05_ada_renamed.ipynb")
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     out = tmp_path / "grades.csv"
-    # The one command of INSTRUCTORS.md: tools/grade.py FOLDER --csv FILE (exit 1: not all pass).
+    # The one command of INSTRUCTORS.md: tools/grading/cli.py FOLDER --csv FILE (exit 1: not all pass).
     assert grade.main([str(folder), "--csv", str(out), "--jobs", "2"]) == 1
     with out.open(newline="") as fh:
         rows = list(csv.DictReader(fh))

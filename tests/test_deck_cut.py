@@ -18,8 +18,8 @@ import matplotlib.pyplot as plt
 import nbformat
 import pytest
 
-from tools.sitebuild.deck import LIMIT, deck_slides
-from tools.sitebuild.pages import figure_alt, label_figures, site_exporter
+from tools.site.deck import LIMIT, deck_slides
+from tools.site.pages import figure_alt, label_figures, site_exporter
 
 ROOT = Path(__file__).resolve().parents[1]
 LECTURES = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))

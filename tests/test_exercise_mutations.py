@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools import grade
+from tools.grading import cli as grade
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))

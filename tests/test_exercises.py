@@ -13,7 +13,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools import grade, make_exercises
+from tools.grading import cli as grade
+from tools.notebooks import make_exercises
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -255,7 +255,7 @@ def test_random_init_control_row_is_its_shipped_predictions_and_its_first_steps_
     """The table's random-init row: its accuracy and interval are those of the shipped test
     predictions, and the script's stage, rerun for its first steps, gives the same losses."""
     from course_lib.pretrained import load_minilm_encoder, load_topic_classifier
-    from tools.fine_tune_minilm import (
+    from tools.training.fine_tune_minilm import (
         BUDGET,
         RANDOM_INIT,
         VALIDATION,

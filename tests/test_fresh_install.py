@@ -55,7 +55,7 @@ def _pip(python: Path, *args: str, env: dict) -> None:
     reason="runs every lecture in a fresh venv (~20 min): set COURSE_FRESH_INSTALL=1",
 )
 def test_a_fresh_venv_from_pyproject_runs_every_lecture(tmp_path):
-    from tools.sync_environment import read_pins
+    from tools.dev.sync_environment import read_pins
 
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     source = tmp_path / "src"  # pip builds course_lib from a copy: the clone stays untouched

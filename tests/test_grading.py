@@ -23,7 +23,8 @@ import pytest
 import torch
 
 from course_lib.checks import Built
-from tools import grade, grade_kernel
+from tools.grading import cli as grade
+from tools.grading import grade_kernel
 
 ROOT = Path(__file__).resolve().parents[1]
 STUB = ROOT / "exercises" / "01_softmax.ipynb"
@@ -334,7 +335,7 @@ def test_a_notebook_cannot_change_what_the_grader_trusts(tmp_path):
         "    (repo / 'course_lib/checks/__init__.py', 'def call_student(*a, **k): pass\\n'),\n"
         "    (repo / 'course_lib/checks/lecture01.py', 'check_stable_softmax = check_softmax_temperature = check_attention_weights = print\\n'),\n"
         "    (repo / 'exercises/01_softmax.ipynb', '{}'),\n"
-        "    (repo / 'tools/grade.py', 'raise SystemExit(0)'),\n"
+        "    (repo / 'tools/grading/cli.py', 'raise SystemExit(0)'),\n"
         "    (repo / 'tools/grading/verdict.py', 'def run_check(*a, **k): return True, \"\"\\n'),\n"
         "    (pathlib.Path.home() / '.ipython/profile_default/startup/00-x.py', 'x = 1'),\n"
         "]:\n"
@@ -418,7 +419,7 @@ def test_student_exceptions_come_back_as_data_with_their_type_name():
 def test_templates_are_the_committed_exercises_not_the_students_edits(tmp_path):
     """A student answers exercises/ in place and saves own notebooks there: the grader still
     trusts only the committed templates (issue 15: `make grade` works on either)."""
-    from tools.in_clean_clone import clean_clone
+    from tools.dev.in_clean_clone import clean_clone
 
     clone = tmp_path / "clone"
     clean_clone(clone)
@@ -426,7 +427,8 @@ def test_templates_are_the_committed_exercises_not_the_students_edits(tmp_path):
     ex.write_text(ex.read_text().replace("check_stable_softmax(stable_softmax)", "pass"))
     (clone / "exercises" / "99_mine.ipynb").write_text(STUB.read_text())
     code = (
-        "from tools import grade; from tools.grading.course import QUIZZES; c = grade.Course(); "
+        "from tools.grading import cli as grade; from tools.grading.course import QUIZZES; "
+        "c = grade.Course(); "
         "t = c.templates['01_softmax']; print(sorted(c.templates) == sorted("
         "[p.stem for p in grade.EXERCISES.glob('[0-9][0-9]_*.ipynb') if p.stem != '99_mine'] "
         "+ [p.stem for p in QUIZZES.glob('[0-9][0-9]_*_quiz.ipynb')]), "

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tools import grade
+from tools.grading import cli as grade
 from tools.grading import reach
 from tools.grading.course import Course
 from tools.grading.notebook import exercise_id

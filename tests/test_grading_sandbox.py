@@ -29,7 +29,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from tools import grade_kernel
+from tools.grading import grade_kernel
 from tools.grading.limits import group_limits
 from tools.grading.results import Result, clean, print_summary, write_csv
 from tools.grading.sandbox import sandbox_available

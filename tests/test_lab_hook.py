@@ -1,4 +1,4 @@
-"""`make lab`'s pre-save hook (tools/lab.py): a notebook is saved without the kernel's exact Python
+"""`make lab`'s pre-save hook (tools/dev/lab.py): a notebook is saved without the kernel's exact Python
 version, and nothing else of it changes; other files are left alone."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import copy
 import json
 import shutil
 
-from tools import lab
-from tools.notebook_form import LANGUAGE_INFO
+from tools.dev import lab
+from tools.notebooks.notebook_form import LANGUAGE_INFO
 
 
 def test_pre_save_drops_only_the_python_version():
@@ -37,7 +37,7 @@ def test_the_private_config_registers_the_hook_and_the_settings():
     folder = lab.private_config_dir()
     try:
         server = json.loads((folder / "jupyter_server_config.json").read_text())
-        assert server["ContentsManager"]["pre_save_hook"] == "tools.lab.pre_save"
+        assert server["ContentsManager"]["pre_save_hook"] == "tools.dev.lab.pre_save"
         overrides = json.loads(
             (folder / "labconfig" / "default_setting_overrides.json").read_text()
         )

@@ -1,5 +1,5 @@
 """Lecture 13's comparison table (``course_lib/data/modern_ladder.json``) is what
-``python -m tools.modern_ladder`` computes, and agrees with itself.
+``python -m tools.training.modern_ladder`` computes, and agrees with itself.
 
 The full script takes about half an hour of CPU; these tests re-run the first steps of stored runs
 (same seeds, same schedule) and compare the losses to 1e-5, check the ladder's models rung by rung,
@@ -20,7 +20,7 @@ from course_lib import GPT, ModernLM
 from course_lib.data.language_modeling import evaluate_lm, lm_corpus
 from course_lib.models.ngram import bigram_lm
 from course_lib.nn import FeedForward, RMSNorm, SwiGLUFeedForward
-from tools import modern_ladder as ml
+from tools.training import modern_ladder as ml
 
 TABLE = json.loads(ml.TABLE.read_text())
 RUNS = TABLE["runs"]

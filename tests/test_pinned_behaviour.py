@@ -1,5 +1,5 @@
 """Behaviour pinned so that a subtle bug fails a test (each test names the mutant it kills;
-``python -m tools.mutate`` applies those mutants and reports any that survive)."""
+``python -m tools.dev.mutate`` applies those mutants and reports any that survive)."""
 
 import math
 

@@ -1,5 +1,5 @@
 """`make test` shares no state with the student's Jupyter: every path Jupyter, JupyterLab and
-IPython resolve under tools/in_clean_clone.py's private HOME lies inside it (or in the venv),
+IPython resolve under tools/dev/in_clean_clone.py's private HOME lies inside it (or in the venv),
 even when the student's environment points Jupyter at their own folders."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tools.in_clean_clone import private_home
+from tools.dev.in_clean_clone import private_home
 
 PROBE = """
 import json, sys

@@ -15,7 +15,7 @@ import pytest
 
 from course_lib.checks.quiz import QuizError, check_quiz
 from course_lib.quiz import QUIZ_DIR, QuizFormatError, judge, load_quiz, load_quizzes
-from tools import make_quizzes
+from tools.notebooks import make_quizzes
 
 ROOT = Path(__file__).resolve().parents[1]
 QUIZZES = load_quizzes()
@@ -249,7 +249,7 @@ def _answered(quiz, answers: dict[int, object]) -> dict:
 
 @pytest.mark.slow
 def test_the_grader_passes_right_answers_and_fails_each_wrong_one_with_its_explanation(tmp_path):
-    from tools.grade import grade_many
+    from tools.grading.cli import grade_many
 
     files, expected = [], {}
     for quiz in QUIZZES:
@@ -292,7 +292,7 @@ def _contains(text: str, phrase: str) -> bool:
 
 @pytest.mark.parametrize("solutions", [True, False])
 def test_site_page_and_deck_show_answers_only_with_solutions(solutions):
-    from tools.sitebuild.quiz import quiz_page, quiz_slides
+    from tools.site.quiz import quiz_page, quiz_slides
 
     for quiz in QUIZZES:
         page = quiz_page(quiz, "<nav></nav>", "", "../notebooks/x.html", {}, solutions)

@@ -2,7 +2,7 @@
 
 These run on every notebook and every public name of the tree they are in, so a new lecture or
 function that breaks a convention fails with a message saying which one and where. `make test`
-runs them in a clean clone of HEAD (tools/in_clean_clone.py), i.e. on what is committed, never on
+runs them in a clean clone of HEAD (tools/dev/in_clean_clone.py), i.e. on what is committed, never on
 a student's saved notebooks; `make check` and `make hygiene` run them on the working tree.
 """
 
@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 import course_lib
-from tools import sync_environment
+from tools.dev import sync_environment
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -86,7 +86,7 @@ def test_make_test_runs_the_full_check_in_a_clean_clone():
     make = (ROOT / "Makefile").read_text()
     assert re.search(r"^TEST_TARGETS \?= check$", make, re.M)
     recipe = re.search(r"^test: .*\n\t(.*)$", make, re.M).group(1)
-    assert "tools/in_clean_clone.py" in recipe and "$(TEST_TARGETS)" in recipe, recipe
+    assert "tools/dev/in_clean_clone.py" in recipe and "$(TEST_TARGETS)" in recipe, recipe
     check = re.search(r"^check: (.*)$", make, re.M).group(1).split()
     assert {"lint", "unit", "notebooks"} <= set(check), check
 
@@ -101,7 +101,7 @@ def test_make_in_the_clean_clone_never_reinstalls_the_linked_venv(tmp_path):
     requirements.txt is newer than the venv's stamp; re-installing would point the student's
     editable course_lib at the temporary clone, deleted afterwards, and every kernel of their
     next `make lab` would fail with "No module named 'course_lib'"."""
-    from tools.in_clean_clone import clean_clone
+    from tools.dev.in_clean_clone import clean_clone
 
     clone = tmp_path / "clone"
     clean_clone(clone)
@@ -128,7 +128,7 @@ def _text(cell) -> str:
 
 # What JupyterLab 4.6.6 wrote when it opened and saved the lectures (measured in a real browser,
 # tests/test_browser_lectures.py), minus the kernel's exact Python version, which `make lab`
-# does not save (tools/lab.py).
+# does not save (tools/dev/lab.py).
 JUPYTERLAB_METADATA = {
     "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
     "language_info": {
@@ -145,7 +145,7 @@ JUPYTERLAB_METADATA = {
 def test_notebook_is_stored_as_jupyterlab_saves_it(notebook):
     """Opening a notebook in JupyterLab must not change it (else `git pull` refuses updates)."""
     path, nb = notebook
-    fix = "; run: .venv/bin/python tools/notebook_form.py"
+    fix = "; run: .venv/bin/python tools/notebooks/notebook_form.py"
     for key, value in JUPYTERLAB_METADATA.items():
         assert nb["metadata"].get(key) == value, f"{path.name}: metadata {key}" + fix
     assert (nb["nbformat"], nb["nbformat_minor"]) == (4, 5), path.name + fix

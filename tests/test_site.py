@@ -23,7 +23,8 @@ import nbformat
 import pytest
 from _browser import Browser
 
-from tools import add_slide_metadata, build_site
+from tools.notebooks import add_slide_metadata
+from tools.site import build_site
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -185,7 +186,7 @@ def test_every_lecture_has_slide_metadata(path):
     types = [c.metadata.get("slideshow", {}).get("slide_type") for c in nb.cells]
     assert all(t in add_slide_metadata.SLIDE_TYPES for t in types), (
         f"{path.name}: cells without slide metadata; run .venv/bin/python "
-        "tools/add_slide_metadata.py (it changes nothing but the metadata)"
+        "tools/notebooks/add_slide_metadata.py (it changes nothing but the metadata)"
     )
     assert types[0] == "slide", f"{path.name}: the title cell must open a slide"
 
@@ -294,7 +295,7 @@ def test_no_slide_overflows_its_frame(slides, chromium):
 
 def test_deck_cuts_a_lecture_into_slides_with_notes():
     """One idea per slide: headings open slides, long prose becomes speaker notes."""
-    from tools.sitebuild.deck import LIMIT, NOTE_CHARS, deck_slides
+    from tools.site.deck import LIMIT, NOTE_CHARS, deck_slides
 
     nb = nbformat.v4.new_notebook()
     long = "word " * (NOTE_CHARS // 4)
@@ -345,7 +346,7 @@ AXE_RUN_JS = """(async () => {
 
 
 def _axe_source(tmp_path: Path) -> str:
-    from tools.sitebuild.vendor import AXE, vendor
+    from tools.site.vendor import AXE, vendor
 
     return (vendor(AXE, tmp_path) / "axe.min.js").read_text(encoding="utf-8")
 
@@ -356,7 +357,7 @@ def test_site_and_decks_have_no_serious_accessibility_violations(site, chromium,
     (reveal.js's scroll view): 0 serious or critical violations (contrast, labels, landmarks,
     language, names of links and controls, ...)."""
     axe = _axe_source(tmp_path)
-    # Not lite/: the browser edition is JupyterLite's own application (tools/build_lite.py).
+    # Not lite/: the browser edition is JupyterLite's own application (tools/site/build_lite.py).
     pages = sorted(
         p for p in site.rglob("*.html") if not {"_static", "lite"} & set(p.relative_to(site).parts)
     )

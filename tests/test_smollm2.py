@@ -147,11 +147,11 @@ def test_render_chat_chatml_equals_apply_chat_template(smollm2, hf_tokenizer, me
 
 @pytest.mark.slow
 def test_the_stored_reference_of_lecture_13_is_transformers_output(smollm2, hf_model):
-    """course_lib/data/smollm2_reference.json (tools/smollm2_reference.py) against a fresh run."""
+    """course_lib/data/smollm2_reference.json (tools/training/smollm2_reference.py) against a fresh run."""
     import json
     from importlib.resources import files
 
-    from tools.smollm2_reference import PROBE_IDS, PROMPTS, reference
+    from tools.training.smollm2_reference import PROBE_IDS, PROMPTS, reference
 
     stored = json.loads(files("course_lib.data").joinpath("smollm2_reference.json").read_text())
     assert stored["probe_ids"] == PROBE_IDS and [r["prompt"] for r in stored["prompts"]] == PROMPTS

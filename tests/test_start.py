@@ -1,4 +1,4 @@
-"""`make start NB=...` (tools/start.py): a lecture by number or name, never the wrong one."""
+"""`make start NB=...` (tools/dev/start.py): a lecture by number or name, never the wrong one."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.start import choose, exercises
+from tools.dev.start import choose, exercises
 
 ROOT = Path(__file__).resolve().parents[1]
 STEMS = exercises()
@@ -40,12 +40,13 @@ def test_ambiguous_is_refused_with_the_candidates():
 def test_make_start_copies_lecture_11_for_nb_11(tmp_path):
     clone = tmp_path / "course"
     subprocess.run(["git", "clone", "--quiet", "--shared", str(ROOT), str(clone)], check=True)
-    (clone / "tools" / "start.py").write_bytes((ROOT / "tools" / "start.py").read_bytes())
-    out = subprocess.run([sys.executable, "tools/start.py", "11"], cwd=clone,
+    start = ("tools", "dev", "start.py")
+    (clone.joinpath(*start)).write_bytes(ROOT.joinpath(*start).read_bytes())
+    out = subprocess.run([sys.executable, "tools/dev/start.py", "11"], cwd=clone,
                          capture_output=True, text=True)  # fmt: skip
     assert out.returncode == 0, out.stderr
     copy = clone / "my-work" / "11_gpt_exercises.ipynb"
     assert copy.read_bytes() == (ROOT / "exercises" / "11_gpt.ipynb").read_bytes()
-    again = subprocess.run([sys.executable, "tools/start.py", "11"], cwd=clone,
+    again = subprocess.run([sys.executable, "tools/dev/start.py", "11"], cwd=clone,
                            capture_output=True, text=True)  # fmt: skip
     assert "already exists" in again.stdout

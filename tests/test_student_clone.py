@@ -36,8 +36,8 @@ from _browser import Browser, environment_without_proxies
 from _lab import lab_process, open_and_save
 from nbclient import NotebookClient
 
-from tools.make_exercises import CODE_STUB, MARKDOWN_STUB
-from tools.notebook_form import write
+from tools.notebooks.make_exercises import CODE_STUB, MARKDOWN_STUB
+from tools.notebooks.notebook_form import write
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [
@@ -226,7 +226,7 @@ def test_the_student_files_would_fail_the_hygiene_checks_run_in_place(student_cl
     py = str(student_clone / ".venv" / "bin" / "python")
     out = _run([py, "-m", "pytest", "-q", "-x", "tests/test_repo.py"], student_clone)
     assert out.returncode == 1, out.stdout[-2000:]
-    assert _run([py, "tools/make_exercises.py", "--check"], student_clone).returncode == 1
+    assert _run([py, "tools/notebooks/make_exercises.py", "--check"], student_clone).returncode == 1
 
 
 def test_make_test_passes_and_changes_no_student_file(student_clone):
@@ -305,7 +305,7 @@ def test_in_clean_clone_sees_only_the_last_commit(tmp_path):
         "print(pathlib.Path('README.md').read_text().endswith('my notes\\n'), "
         "pathlib.Path('mine.txt').exists(), os.getcwd(), course_lib.__file__, sep='|')"
     )
-    out = _run([sys.executable, "tools/in_clean_clone.py", sys.executable, "-c", probe], clone)
+    out = _run([sys.executable, "tools/dev/in_clean_clone.py", sys.executable, "-c", probe], clone)
     assert out.returncode == 0, out.stderr
     assert "2 changed or untracked files" in out.stdout
     edited, untracked, cwd, lib = out.stdout.strip().splitlines()[-1].split("|")

@@ -81,4 +81,4 @@ def test_a_notebook_saves_the_finished_bar_not_the_zero_percent_it_started_as(tm
 def test_no_lecture_stores_a_progress_bar_that_never_moved(path):
     """GitHub, nbviewer and the offline site show only a bar's text: it must be the end state."""
     stuck = [t for t in _bar_texts(json.loads(path.read_text())) if " 0%|" in t]
-    assert not stuck, f"{path.name}: re-execute it with tools.nbbuild; stored {stuck}"
+    assert not stuck, f"{path.name}: re-execute it with tools.notebooks.nbbuild; stored {stuck}"

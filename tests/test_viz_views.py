@@ -214,7 +214,7 @@ def test_vendored_bertviz_scripts_are_the_pinned_release():
 
 
 def test_a_views_text_version_says_what_it_shows():
-    """A saved notebook that leaves the page out keeps this line (tools.nbbuild, strip-output)."""
+    """A saved notebook that leaves the page out keeps this line (tools.notebooks.nbbuild, strip-output)."""
     tokens = ["a", "b", "c", "d"]
     view = head_view(_weights(), tokens, layer=2, heads=[1])
     assert "head view of 3 layer(s) x 2 heads, 4 tokens; layer 2, heads 1 switched on" in repr(view)
@@ -225,7 +225,7 @@ def test_a_views_text_version_says_what_it_shows():
 def test_nbbuild_keeps_only_the_text_of_a_stripped_view(monkeypatch, tmp_path):
     import nbformat
 
-    import tools.nbbuild as nbbuild
+    import tools.notebooks.nbbuild as nbbuild
 
     view = head_view(_weights(), ["a", "b", "c", "d"])
 

@@ -131,7 +131,7 @@ class Built:
 
 
 class RemoteFunction:
-    """A student's function that lives in another process (tools/grade.py's sandbox).
+    """A student's function that lives in another process (tools/grading/cli.py's sandbox).
 
     :func:`call_student` hands it the arguments as they are (``Built`` recipes unbuilt); its
     ``call`` sends them as plain data, runs the function there and returns the result as plain
@@ -465,7 +465,7 @@ def call_student_traced(exercise: str, fn: Callable, *args):
 
     Here (a notebook's own check) it is tracemalloc's peak: numpy reports its arrays to
     tracemalloc, torch does not. Under the grader the student's process measures it
-    (``tools/grade_kernel.py``'s ``Peak``): tracemalloc from a fresh start, with its reset
+    (``tools/grading/grade_kernel.py``'s ``Peak``): tracemalloc from a fresh start, with its reset
     functions disabled during the call, and the resident high-water mark, which sees torch."""
     import tracemalloc
 

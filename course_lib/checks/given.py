@@ -76,7 +76,7 @@ def mystery_attention(seed: int = 0, layers: int = 2, heads: int = 3, n: int = 1
 
 
 def _topic_checkpoint() -> dict:
-    """Lecture 12's checkpoint as saved by ``tools/fine_tune_minilm.py`` (``weights_only``)."""
+    """Lecture 12's checkpoint as saved by ``tools/training/fine_tune_minilm.py`` (``weights_only``)."""
     import torch
 
     from ..configs import current_names

@@ -1,7 +1,7 @@
 """Lecture 12's data: sentences of Python's standard-library docstrings, labelled by topic.
 
 Real English written by people, shipped with every Python (PSF licence), frozen into
-``docstring_topics.tsv`` by ``tools/make_docstring_corpus.py``. Each sentence is labelled by the
+``docstring_topics.tsv`` by ``tools/training/make_docstring_corpus.py``. Each sentence is labelled by the
 topic of the module whose docstring it comes from -- six topics::
 
     files        os, shutil, pathlib, tempfile, zipfile, io, ...

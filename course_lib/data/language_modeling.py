@@ -1,7 +1,7 @@
 """Data for the causal language model of lecture 11: the Python-docs corpus as one token stream.
 
 The text is the course's real-English corpus (``pretraining_corpus.txt``: prose sentences of the
-Python documentation, PSF licence, frozen from CPython by ``tools/make_pretraining_corpus.py``).
+Python documentation, PSF licence, frozen from CPython by ``tools/training/make_pretraining_corpus.py``).
 Each document becomes one paragraph (its sentences joined by spaces); every 10th document is
 held out (:func:`course_lib.data.pretraining.split_documents`), so no held-out sentence is ever
 seen in training, and the tokenizer is learned from the training documents only.

@@ -2,7 +2,7 @@
 
 The text is real English: prose sentences from Python's own documentation (the Language
 Reference help topics and the standard-library docstrings), frozen into
-``pretraining_corpus.txt`` by ``tools/make_pretraining_corpus.py``. It ships with every Python,
+``pretraining_corpus.txt`` by ``tools/training/make_pretraining_corpus.py``. It ships with every Python,
 needs no download, and comes in *documents* whose consecutive sentences really follow each
 other -- what next-sentence prediction needs (a generated corpus would let the model learn the
 generator's rules instead). 701 documents, 3,901 sentences, ~63k words.

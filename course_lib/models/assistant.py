@@ -8,7 +8,7 @@
 * :func:`sequence_logprobs`: ``log p(answer | prompt)``, the sum over the marked tokens (what
   DPO compares, :func:`course_lib.dpo_loss`);
 * :func:`generate_replies`: greedy answers to user messages, until ``<|end|>``;
-* :func:`load_assistant`: the shipped tuned models (``python -m tools.train_assistant``).
+* :func:`load_assistant`: the shipped tuned models (``python -m tools.training.train_assistant``).
 """
 
 from __future__ import annotations

@@ -269,7 +269,7 @@ def load_tiny_bert(path: str | Path | None = None) -> tuple[TinyBert, dict]:
 
     Loaded with ``weights_only=True`` (plain tensors and numbers, no pickled code). Returns the
     model in eval mode and the checkpoint's metadata (config, training settings, history of
-    held-out accuracies). Reproduce it with ``python -m tools.train_tiny_bert``.
+    held-out accuracies). Reproduce it with ``python -m tools.training.train_tiny_bert``.
     """
     path = checkpoint_path(path, CHECKPOINT)
     ckpt = current_names(torch.load(path, map_location="cpu", weights_only=True))

@@ -7,7 +7,7 @@ small head maps the ``[CLS]`` vector to one score per class::
 
 Fine-tuning trains the head *and* (some of) the encoder's layers on the task's labels.
 :class:`BertClassifier` runs only the top ``len(layers)`` layers on hidden states given to it,
-so the frozen bottom of the encoder is computed once (``tools/fine_tune_minilm.py``). For
+so the frozen bottom of the encoder is computed once (``tools/training/fine_tune_minilm.py``). For
 sentence pairs, :func:`segment_mean_pool` averages each segment of one joint pass.
 """
 

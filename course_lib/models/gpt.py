@@ -245,7 +245,7 @@ def load_tiny_gpt(path: str | Path | None = None) -> tuple[GPT, dict]:
 
     Loaded with ``weights_only=True`` (plain tensors and numbers, no pickled code) into a float32
     model in eval mode. Returns the model and the checkpoint's metadata (config, training
-    settings, validation history). Reproduce it with ``python -m tools.train_gpt``.
+    settings, validation history). Reproduce it with ``python -m tools.training.train_gpt``.
     """
     path = checkpoint_path(path, GPT_CHECKPOINT)
     ckpt = current_names(torch.load(path, map_location="cpu", weights_only=True))

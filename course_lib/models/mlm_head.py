@@ -5,7 +5,7 @@
 ``E`` is the encoder's own word-embedding matrix ``(V, H)``: the output layer is *tied* to the
 input embeddings (as in BERT), so the head only owns the dense layer, the LayerNorm and one
 bias per token (~0.2M parameters for MiniLM: 384 x 384 + 2 x 384 + 30,522 + 384).
-``tools/train_mlm_head.py`` trains it on a frozen MiniLM's vectors of the Python documentation;
+``tools/training/train_mlm_head.py`` trains it on a frozen MiniLM's vectors of the Python documentation;
 :func:`course_lib.pretrained.fill_mask` uses it.
 """
 

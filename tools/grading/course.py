@@ -15,13 +15,15 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.make_exercises import CODE_STUB, MARKDOWN_STUB
+from tools.notebooks.make_exercises import CODE_STUB, MARKDOWN_STUB
 
 from .notebook import Cell, NotGradable, exercise_id
 
 ROOT = Path(__file__).resolve().parents[2]
 EXERCISES = ROOT / "exercises"
-QUIZZES = ROOT / "quizzes"  # the concept quizzes (tools/make_quizzes.py), graded the same way
+QUIZZES = (
+    ROOT / "quizzes"
+)  # the concept quizzes (tools/notebooks/make_quizzes.py), graded the same way
 
 
 @dataclass
@@ -135,9 +137,9 @@ class Course:
         official = _official(exercises) + (_official(quizzes) if quizzes else [])
         self.templates = {p.stem: load_template(p, text) for p, text in official}
         self.library = sandbox_library(library, self.templates.values())
-        tools = Path(__file__).parents[1]  # tools/, beside this package
+        here = Path(__file__).parent  # the student-side files of this package
         self.kernel_files = {
-            name: (tools / name).read_bytes() for name in ("grade_kernel.py", "grade_sandbox.py")
+            name: (here / name).read_bytes() for name in ("grade_kernel.py", "grade_sandbox.py")
         }
 
     def identify(self, cells: list[Cell], path: Path) -> Template:
@@ -172,7 +174,7 @@ class Course:
 # given (inputs, shipped data, Built factories); every other module of the package is a stub.
 GIVEN = ("given.py", "given_torch.py")
 _STUB = '''"""A stub: in the grader's sandbox the checks are not here. They run in the grader's process,
-which calls the functions the notebook defines (tools/grade.py)."""
+which calls the functions the notebook defines (tools/grading/cli.py)."""
 {imports}
 
 def _checked_by_the_grader(*args, **kwargs):

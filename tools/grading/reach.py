@@ -6,7 +6,7 @@
   module or switch off the runtime record without naming it (``__import__``, ``importlib``,
   ``sys.modules``, ``__globals__``, ``exec``, ``sys.setprofile``, a string that spells
   ``course_lib`` in pieces...). The names are resolved in the grader's own course_lib.
-* **the student's process** (``tools/grade_kernel.py``'s :class:`Watch`): the course_lib
+* **the student's process** (``tools/grading/grade_kernel.py``'s :class:`Watch`): the course_lib
   functions the student's code entered while a student cell ran and while the grader called
   the student's functions, and audit events that switch that record off. It sees the reference
   however it was reached, but it is kept in a process the student controls, so code written to

@@ -1,6 +1,6 @@
-"""The student's process: a fresh IPython (``tools/grade_kernel.py``) with a private read-only
+"""The student's process: a fresh IPython (``tools/grading/grade_kernel.py``) with a private read-only
 copy of ``course_lib``, private HOME and configuration, per-process and group limits and, on
-Linux, the sandbox of ``tools/grade_sandbox.py`` (namespaces, a new root file system, never host
+Linux, the sandbox of ``tools/grading/grade_sandbox.py`` (namespaces, a new root file system, never host
 root). It inherits only its two protocol pipes; it reports its own start-up failure over them.
 """
 
@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tools import grade_kernel
+from tools.grading import grade_kernel
 
 from .course import Course
 from .limits import Group, group_limits
@@ -35,7 +35,7 @@ class Aborted(BaseException):  # not an Exception: checks must not catch it
 
 
 _SANDBOX: dict = {}  # "ok": bool, "why": str — probed once per grader process
-_TOOLS = Path(__file__).resolve().parents[1]
+_HERE = Path(__file__).resolve().parent
 
 
 def sandbox_available() -> tuple[bool, str]:
@@ -45,7 +45,7 @@ def sandbox_available() -> tuple[bool, str]:
         if sys.platform != "linux":
             why = "needs Linux namespaces"
         else:
-            probe = [sys.executable, "-S", "-E", "-s", str(_TOOLS / "grade_sandbox.py"), "probe"]
+            probe = [sys.executable, "-S", "-E", "-s", str(_HERE / "grade_sandbox.py"), "probe"]
             try:
                 r = subprocess.run(probe, capture_output=True, text=True, timeout=20)
                 ok, why = r.returncode == 0, (r.stderr.strip().splitlines() or [""])[-1][:200]

@@ -13,7 +13,7 @@ import re
 import sys
 
 from course_lib.checks import ExerciseError, RemoteFunction
-from tools import grade_kernel
+from tools.grading import grade_kernel
 
 from .course import Check
 from .sandbox import Kernel

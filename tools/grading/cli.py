@@ -1,0 +1,139 @@
+"""Grade exercise notebooks: the student's code runs in a sandbox, the verdict is computed here.
+
+    python -m tools.grade NOTEBOOK.ipynb                       # one student: summary, exit 0 iff all pass
+    python -m tools.grade FOLDER_OR_FILES... --csv out.csv     # a class, in parallel (--jobs)
+
+How a notebook is graded:
+
+1. **Identity.** The notebook is read as plain JSON (any malformed file gives a "not gradable"
+   row). Its lecture is the official exercise notebook (``exercises/``) whose cells it contains,
+   judged by content, never by file name or metadata; a file name whose lecture number
+   disagrees is reported. Everything official (templates, ``course_lib``, the checks) is loaded
+   once, before any student code runs.
+2. **Sandbox.** The notebook runs in a fresh IPython process (``tools/grading/grade_kernel.py``) that
+   inherits nothing but its two pipes. On Linux (``tools/grading/grade_sandbox.py``): new mount, PID,
+   network, IPC and UTS namespaces; a root file system holding only Python and a private
+   read-only copy of ``course_lib`` with stubs for its checks and without the quizzes' answer
+   keys (the repository, ``solutions/`` and ``.git`` do not exist there); all writable space one size-limited tmpfs; ``/proc/sys`` read-only; never host root
+   (an unprivileged uid of its own when the grader is root); no capabilities; pids and memory
+   limits for the whole group (``tools/grading/limits.py``: a cgroup where one can be made,
+   otherwise ``RLIMIT_NPROC``). Elsewhere it runs without that isolation, and the grader says so.
+3. **Official cells.** Cells are matched to the template by id, then by content: official cells
+   run as in the template (an edited or deleted one is restored), the student's answer cells and
+   extra cells run as written. Check cells are not run in the sandbox.
+4. **Verdict.** Where the notebook has a check cell, the grader calls that check (from its own
+   ``course_lib.checks``) in this process with a stand-in for the student's function: every
+   ``call_student`` the check makes is sent to the sandbox as plain data (JSON, arrays as .npy, never
+   pickle; ``Built`` recipes are built there), the student's function runs there, and its result
+   comes back as plain data that the check compares with its own reference. Checks that take a
+   ``seed`` run on seed 0 (the inputs the notebook shows) and on a hidden seed. Nothing the
+   notebook prints, raises, patches or writes changes a verdict.
+5. **The reference.** An exercise whose answer uses its reference (the course_lib functions that
+   compute it) is flagged in the "uses course_lib" column, from the student's source and from a
+   record of the course_lib functions the student's code entered (``tools/grading/reach.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+# The grader lives in tools/grading/ (one module per idea); its names stay reachable as
+# ``tools.grading.cli.X``, as tests and scripts use them.
+from tools.grading.course import EXERCISES, ROOT, Check, Course, Template, _course, load_template
+from tools.grading.notebook import (
+    MAX_NOTEBOOK_BYTES,
+    Cell,
+    NotGradable,
+    exercise_id,
+    parse_notebook,
+)
+from tools.grading.plan import Step, plan
+from tools.grading.reach import evidence, references, source_record
+from tools.grading.results import Result, print_summary, write_csv
+from tools.grading.running import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, grade, grade_many
+from tools.grading.sandbox import (
+    DEFAULT_DISK_MB,
+    DEFAULT_MAX_PROCESSES,
+    Aborted,
+    Kernel,
+    isolation,
+    sandbox_available,
+)
+from tools.grading.verdict import CheckProblem, StudentFunction, _exception, run_check
+
+__all__ = [
+    "EXERCISES", "ROOT", "Check", "Course", "Template", "_course", "load_template",
+    "MAX_NOTEBOOK_BYTES", "Cell", "NotGradable", "exercise_id", "parse_notebook",
+    "Step", "plan", "evidence", "references", "source_record",
+    "Result", "print_summary", "write_csv",
+    "DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT", "grade", "grade_many",
+    "Aborted", "Kernel", "sandbox_available",
+    "CheckProblem", "StudentFunction", "_exception", "run_check",
+    "main", "file_digest",
+]  # fmt: skip
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.grade",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("paths", nargs="*", type=Path, help="notebooks or folders of notebooks")
+    parser.add_argument("--csv", type=Path, help="write one row per notebook to this CSV file")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="notebooks graded at once (default: the number of cores)")  # fmt: skip
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                        help=f"seconds for one notebook (default {DEFAULT_TIMEOUT})")  # fmt: skip
+    parser.add_argument(
+        "--memory-mb",
+        type=int,
+        default=DEFAULT_MEMORY_MB,
+        help="memory of a notebook's processes together (where a cgroup can be "
+        "made) and address space of each (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-processes",
+        type=int,
+        default=DEFAULT_MAX_PROCESSES,
+        help="processes and threads of a notebook together (default %(default)s)",
+    )
+    parser.add_argument("--disk-mb", type=int, default=DEFAULT_DISK_MB,
+                        help="a notebook's writable space, in memory (default %(default)s)")  # fmt: skip
+    parser.add_argument("--hidden-seed", type=int, help="fix the hidden inputs (default: random)")
+    args = parser.parse_args(argv)
+    if not args.paths and os.environ.get("NB"):  # `make grade NB=...` passes the name this way
+        args.paths = [Path(os.environ["NB"])]
+    files: list[Path] = []
+    for p in args.paths:
+        files += sorted(p.rglob("*.ipynb")) if p.is_dir() else [p]
+    if not files:
+        parser.error("no notebooks found")
+    print(f"note: {isolation()}.", file=sys.stderr)
+    options = {"timeout": args.timeout, "memory_mb": args.memory_mb,
+               "max_processes": args.max_processes, "disk_mb": args.disk_mb}  # fmt: skip
+    if args.hidden_seed is not None:
+        options["hidden_seed"] = args.hidden_seed
+    results = grade_many(files, args.jobs, **options)
+    for r in results:
+        print_summary(r)
+    if args.csv:
+        write_csv(results, args.csv)
+        print(f"\nwrote {args.csv}")
+    return 0 if all(r.all_passed for r in results) else 1
+
+
+def file_digest(paths: list[Path]) -> str:
+    """One hash of these files' contents (tests use it to show nothing trusted was modified)."""
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        h.update(str(p).encode() + b"\0" + (p.read_bytes() if p.is_file() else b"-"))
+    return h.hexdigest()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

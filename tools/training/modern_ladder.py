@@ -1,0 +1,260 @@
+"""Maintainer's tool: lecture 13's comparison, from GPT to ModernLM one change at a time.
+
+    python -m tools.training.modern_ladder                 # writes course_lib/data/modern_ladder.json
+                                                  # and course_lib/data/modern_lm.pt
+    python -m tools.training.modern_ladder --steps 60 --seeds 0 --out /tmp/ladder.json   # a quick trial
+
+The ladder (each rung keeps every change above it, so each row differs from the row above in
+exactly one thing):
+
+    GPT           lecture 11's GPT-2 block: pre-LN LayerNorm, GELU FFN, biases, learned positions
+    + RMSNorm     every LayerNorm becomes an RMSNorm (no centring, no shift)
+    + no biases   the linear maps of attention and FFN lose their biases (Llama has none)
+    + SwiGLU      the GELU FFN becomes SwiGLU
+    + RoPE        the learned position table goes; q and k are rotated   (= ModernLM, 4 KV heads)
+    + GQA         2 key/value heads for the 4 query heads                 (= ModernLM, 2 KV heads)
+
+Pre-norm is not a rung: GPT-2 is already pre-norm. Every model has D = 64, 4 heads, 2 layers,
+tied embeddings, a 64-token context; the FFN width of each rung is chosen so that its parameter
+count is the closest to GPT's (the table lists both). All runs of one seed see the same batches
+(paired comparison); the seed also sets the initial weights. GPT and ModernLM (the last rung) are
+also trained at a higher learning rate.
+
+Deterministic: one thread, fixed seeds, a fixed number of steps; the same command on the same
+machine gives the same numbers (another CPU may change the last bits). ``tests/test_modern_ladder.py``
+re-runs the first steps of the stored runs and checks the table against itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from course_lib import GPT, GPTConfig, ModernConfig, ModernLM, lm_loss, seed_everything
+from course_lib._validation import inner_checks_off
+from course_lib.data.language_modeling import evaluate_lm, lm_corpus, random_windows
+from course_lib.models.ngram import bigram_lm, unigram_lm
+from course_lib.nn import FeedForward, RMSNorm, SwiGLUFeedForward
+from course_lib.training import learning_rate_at, train_step
+
+ROOT = Path(__file__).resolve().parents[2]
+TABLE = ROOT / "course_lib" / "data" / "modern_ladder.json"
+CHECKPOINT = ROOT / "course_lib" / "data" / "modern_lm.pt"
+
+RUNGS = ("GPT", "+ RMSNorm", "+ no biases", "+ SwiGLU", "+ RoPE", "+ GQA")
+CHANGES = (
+    "lecture 11's GPT-2 block: pre-LN LayerNorm, GELU FFN, biases, learned positions",
+    "LayerNorm -> RMSNorm (no centring, no shift)",
+    "no biases in the linear maps",
+    "GELU FFN -> SwiGLU FFN",
+    "learned positions -> RoPE (= ModernLM, 4 KV heads)",
+    "4 -> 2 key/value heads (= ModernLM with GQA)",
+)
+RMS, NO_BIAS, SWIGLU, ROPE, GQA = range(1, 6)
+
+VOCAB, D, HEADS, LAYERS, CONTEXT = 512, 64, 4, 2, 64
+BATCH, STEPS, WARMUP, LR = 32, 1200, 100, 3e-3
+HIGH_LR = 1e-2  # the second learning rate, for the two ends of the ladder
+SEEDS = (0, 1, 2)
+EVAL_EVERY = 100  # held-out loss every EVAL_EVERY steps (and at step 0)
+BLOCK = 50  # the training curve is the mean loss of each block of BLOCK steps
+FIRST = 20  # the first FIRST training losses are stored exactly (the test re-runs them)
+BIGRAM_BETA = 30.0  # lecture 11's bigram (3.548 nats/token on the held-out text)
+
+
+def _init_like_gpt2(model: nn.Module) -> None:
+    """GPT-2's (and ModernLM's) initialisation: N(0, 0.02), zero biases, and the two maps that
+    write into the residual stream scaled by 1/sqrt(2 * layers)."""
+    for module in model.modules():
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+    for block in model.blocks:
+        out = block.ffn.down if isinstance(block.ffn, SwiGLUFeedForward) else block.ffn.linear2
+        for lin in (block.attn.w_o, out):
+            nn.init.normal_(lin.weight, std=0.02 / math.sqrt(2 * len(model.blocks)))
+
+
+def build(rung: int, d_ff: int, vocab_size: int = VOCAB) -> nn.Module:
+    """The model of rung ``rung`` (an index into :data:`RUNGS`) with FFN width ``d_ff``.
+
+    Rungs 0-3 are lecture 11's ``GPT`` with its norms, attention and FFN swapped in place (its
+    ``forward`` is unchanged: ``x = x + attn(norm1(x))``, ``x = x + ffn(norm2(x))``); rungs 4-5
+    are ``ModernLM`` itself.
+    """
+    if rung >= ROPE:
+        kv_heads = 2 if rung >= GQA else HEADS
+        config = ModernConfig(vocab_size, D, HEADS, kv_heads, LAYERS, d_ff, tie_weights=True,
+                              context_length=CONTEXT)  # fmt: skip
+        return ModernLM(config)
+    model = GPT(GPTConfig(vocab_size, CONTEXT, d_model=D, num_heads=HEADS, num_layers=LAYERS,
+                          d_ff=d_ff))  # fmt: skip
+    if rung == 0:
+        return model
+    for block in model.blocks:
+        block.norm1, block.norm2 = RMSNorm(D), RMSNorm(D)
+        if rung >= NO_BIAS:
+            for name in ("w_q", "w_k", "w_v", "w_o"):  # the attention's four maps
+                setattr(block.attn, name, nn.Linear(D, D, bias=False))
+            block.ffn = FeedForward(D, d_ff, bias=False, activation="gelu_new")
+        if rung >= SWIGLU:
+            block.ffn = SwiGLUFeedForward(D, d_ff)
+    model.norm = RMSNorm(D)
+    _init_like_gpt2(model)
+    inner_checks_off(model)
+    return model
+
+
+def count(model: nn.Module) -> int:
+    """Parameters, a tied matrix counted once."""
+    return sum(p.numel() for p in model.parameters())
+
+
+def matched_d_ff(rung: int) -> int:
+    """The FFN width that brings rung ``rung``'s parameter count closest to GPT's (4D FFN)."""
+    if rung == 0:
+        return 4 * D
+    target = count(build(0, 4 * D))
+    a, b = count(build(rung, 100)), count(build(rung, 101))  # linear in d_ff
+    return max(1, round(100 + (target - a) / (b - a)))
+
+
+def batch(seed: int, step: int, train_ids: torch.Tensor) -> torch.Tensor:
+    """The batch of step ``step`` for seed ``seed``: the same for every rung (paired runs)."""
+    gen = torch.Generator().manual_seed(100_003 * seed + step)
+    return random_windows(train_ids, BATCH, CONTEXT, gen)
+
+
+def run(rung: int, seed: int, lr: float = LR, steps: int = STEPS, stop_after: int | None = None,
+        corpus=None) -> tuple[dict, nn.Module]:  # fmt: skip
+    """Train rung ``rung`` with ``seed``; returns its record and the model.
+
+    ``stop_after`` stops early but keeps the learning-rate schedule of ``steps`` steps (the test
+    re-runs the first steps of a stored run this way).
+    """
+    corpus = corpus or lm_corpus(VOCAB)
+    d_ff = matched_d_ff(rung)
+    seed_everything(seed, threads=1)
+    model = build(rung, d_ff, corpus.vocab_size)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    held = corpus.held_out_ids
+    losses, held_curve = [], [(0, evaluate_lm(model, held, block=CONTEXT))]
+    start = time.process_time()
+    model.train()
+    for step in range(steps if stop_after is None else stop_after):
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate_at(step, steps, lr, WARMUP, "cosine")
+        losses.append(
+            train_step(
+                model, optimizer, lm_loss, batch(seed, step, corpus.train_ids), 1.0, step=step
+            )
+        )
+        if (step + 1) % EVAL_EVERY == 0:
+            held_curve.append((step + 1, evaluate_lm(model, held, block=CONTEXT)))
+    model.eval()
+    record = {
+        "setting": RUNGS[rung],
+        "lr": lr,
+        "seed": seed,
+        "held_out": held_curve[-1][1],
+        "held_out_curve": held_curve,
+        "train_curve": [
+            sum(losses[i : i + BLOCK]) / len(losses[i : i + BLOCK])
+            for i in range(0, len(losses), BLOCK)
+        ],
+        "first_losses": losses[:FIRST],
+        "cpu_seconds": round(time.process_time() - start, 1),
+    }
+    return record, model
+
+
+def summarise(runs: list[dict]) -> list[dict]:
+    """Per (setting, lr): the seeds' held-out losses, their mean, sample std, min and max."""
+    groups: dict[tuple[str, float], list[float]] = {}
+    for r in runs:
+        groups.setdefault((r["setting"], r["lr"]), []).append(r["held_out"])
+    return [
+        {"setting": s, "lr": lr, "seeds": len(v), "mean": statistics.fmean(v),
+         "std": statistics.stdev(v) if len(v) > 1 else 0.0, "min": min(v), "max": max(v)}
+        for (s, lr), v in groups.items()
+    ]  # fmt: skip
+
+
+def save_checkpoint(model: ModernLM, path: Path) -> None:
+    """float16 weights (the tied head is the embedding: stored once) and the config."""
+    state = {k: v.half() for k, v in model.state_dict().items() if k != "lm_head.weight"}
+    torch.save({"config": asdict(model.config), "state_dict": state}, path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
+    parser.add_argument("--out", type=Path, default=TABLE)
+    parser.add_argument("--checkpoint", type=Path, default=CHECKPOINT)
+    args = parser.parse_args()
+
+    total = time.process_time()
+    corpus = lm_corpus(VOCAB)
+    bigram = bigram_lm(corpus.train_ids, corpus.vocab_size, beta=BIGRAM_BETA).nll(
+        corpus.held_out_ids
+    )
+    unigram = unigram_lm(corpus.train_ids, corpus.vocab_size).nll(corpus.held_out_ids)
+    settings = []
+    for rung, (name, change) in enumerate(zip(RUNGS, CHANGES, strict=True)):
+        d_ff = matched_d_ff(rung)
+        settings.append({"setting": name, "change": change, "d_ff": d_ff,
+                         "parameters": count(build(rung, d_ff, corpus.vocab_size))})  # fmt: skip
+    plan = [(rung, LR) for rung in range(len(RUNGS))] + [(0, HIGH_LR), (GQA, HIGH_LR)]
+    runs = []
+    for rung, lr in plan:
+        for seed in args.seeds:
+            record, model = run(rung, seed, lr, args.steps, corpus=corpus)
+            runs.append(record)
+            print(f"{RUNGS[rung]:12s} lr {lr:g} seed {seed}: held-out {record['held_out']:.4f} "
+                  f"({record['cpu_seconds']:.0f} CPU-s)", flush=True)  # fmt: skip
+            if rung == ROPE and lr == LR and seed == args.seeds[0]:
+                save_checkpoint(model, args.checkpoint)
+    table = {
+        "about": "lecture 13: GPT -> ModernLM one change at a time; python -m tools.training.modern_ladder",
+        "config": {
+            "vocab_size": corpus.vocab_size,
+            "d_model": D,
+            "num_heads": HEADS,
+            "num_layers": LAYERS,
+            "context": CONTEXT,
+            "batch": BATCH,
+            "steps": args.steps,
+            "warmup": WARMUP,
+            "schedule": "cosine",
+            "weight_decay": 0.0,
+            "clip_grad": 1.0,
+            "eval_every": EVAL_EVERY,
+            "train_block": BLOCK,
+            "threads": 1,
+            "torch": torch.__version__,
+        },
+        "held_out_tokens": len(corpus.held_out_ids),
+        "bigram": bigram,
+        "unigram": unigram,
+        "settings": settings,
+        "summary": summarise(runs),
+        "runs": runs,
+        "cpu_seconds": round(time.process_time() - total, 1),
+    }
+    args.out.write_text(json.dumps(table, indent=1) + "\n")
+    print(f"wrote {args.out} ({table['cpu_seconds']:.0f} CPU-seconds in all)")
+
+
+if __name__ == "__main__":
+    main()

@@ -8,7 +8,7 @@ used (``course_lib.MultiHeadAttention``, ``from course_lib import GPT``), so tha
 course_lib`` and the numpy lectures work where torch is not installed (the browser edition).
 """
 
-from . import _optional
+from . import _optional, _quiet  # noqa: F401  (_quiet: one noisy third-party logger)
 
 # Each module lists its public names in __all__; they are re-exported here, one line a module.
 # The numpy half (no torch):
@@ -39,6 +39,7 @@ _TORCH_MODULES = (
     "models.lora",
     "models.modern",
     "models.ngram",
+    "models.rl",
     "nn",
     "training",
 )

@@ -38,8 +38,14 @@ def as_float_array(x, name: str, *, min_ndim: int = 0) -> np.ndarray:
     """Return ``x`` as a floating numpy array, or raise a ``TypeError``/``ValueError`` naming it.
 
     Integer and boolean inputs are promoted to float64; float16/32/64 are kept as they are, so
-    float32 stays float32. Strings, objects and complex numbers are refused.
+    float32 stays float32. Strings, objects and complex numbers are refused. A torch tensor is
+    read as the numpy array it converts to (the result is numpy), one that requires grad refused.
     """
+    if getattr(x, "requires_grad", False):  # a torch tensor in an autograd graph
+        raise TypeError(
+            f"{name} is a torch tensor that requires grad; these numpy functions take plain "
+            f"arrays: pass {name}.detach().numpy()"
+        )
     try:
         arr = np.asarray(x)
     except Exception as exc:  # ragged nested lists, for instance
@@ -410,6 +416,23 @@ def checkpoint_path(path, default):
     if not Path(path).is_file():
         raise FileNotFoundError(f"path {str(path)!r}: no such checkpoint file")
     return path
+
+
+def read_checkpoint(path, kind: str) -> dict:
+    """``torch.load(path)`` (CPU, ``weights_only=True``), or a ``ValueError`` naming the file when
+    it is not a file saved with ``torch.save`` (a text file, a truncated download, ...)."""
+    import pickle
+    import zipfile
+
+    import torch
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, EOFError, RuntimeError, zipfile.BadZipFile, KeyError) as exc:
+        raise ValueError(
+            f"path {str(path)!r} is not a {kind} checkpoint: torch.load cannot read it "
+            f"({type(exc).__name__}); give a file saved with torch.save"
+        ) from None
 
 
 def check_checkpoint(ckpt, keys: tuple[str, ...], path, kind: str, config_fields=None) -> dict:

@@ -32,7 +32,7 @@ from ._validation import (
     check_qkv,
     check_scores_finite,
 )
-from .softmax import OnlineSoftmaxState, _online_step, online_softmax_step
+from .softmax import OnlineSoftmaxState, online_softmax_step
 
 __all__ = [
     "chunked_attention",
@@ -165,6 +165,11 @@ def chunked_attention_with_logsumexp(
     dtype = q.dtype
     # Scale q once (n_q × d_k work) instead of every block of scores (n_q × n_k work).
     q_in, q = q, q / np.sqrt(q.shape[-1]).astype(dtype)
+    # |q_i . k_j| <= |q_i| |k_j| (Cauchy-Schwarz), for every partial sum too: only when that bound
+    # nears the dtype's range can a score overflow, so only then is each block checked for inf.
+    with np.errstate(over="ignore"):
+        bound = np.sqrt(np.square(q).sum(-1)).max() * np.sqrt(np.square(k).sum(-1)).max()
+    may_overflow = not bound < np.finfo(dtype).max / 4
 
     out = np.empty((*out_batch, n_q, v.shape[-1]), dtype=dtype)
     lse = np.empty((*score_batch, n_q), dtype=dtype)
@@ -179,7 +184,8 @@ def chunked_attention_with_logsumexp(
         for ks in range(0, k_stop, block_size):
             ke = min(ks + block_size, k_stop)
             s = q_blk @ np.swapaxes(k[..., ks:ke, :], -1, -2)  # (..., b_q, b_k)
-            check_scores_finite(s, q_in, k)  # as scaled_dot_product_attention: overflow is an error
+            if may_overflow:  # as scaled_dot_product_attention: overflow is an error
+                check_scores_finite(s, q_in, k)
             keep = None
             if m is not None:
                 keep = m[
@@ -192,7 +198,13 @@ def chunked_attention_with_logsumexp(
                 keep = tri if keep is None else keep & tri
             if keep is not None:
                 s = np.where(keep, s, -np.inf)
-            run_max, run_sum, rescale, p = _online_step(run_max, run_sum, s)
+            # The online-softmax step, in place on this block's scores (no second b_q x b_k array).
+            new_max = np.maximum(run_max, s.max(axis=-1))  # (..., b_q)
+            safe_max = np.where(np.isneginf(new_max), 0, new_max).astype(dtype, copy=False)
+            rescale = np.exp(run_max - safe_max)  # exp(m - m') <= 1: old terms shrink
+            s -= safe_max[..., None]
+            p = np.exp(s, out=s)  # exp(s - m'): this block's terms, relative to the new max
+            run_max, run_sum = new_max, rescale * run_sum + p.sum(axis=-1)
             acc *= rescale[..., None]
             acc += p @ v[..., ks:ke, :]
         if np.isneginf(run_max).any():  # only possible when causal and mask combine

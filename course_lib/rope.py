@@ -27,6 +27,8 @@ the other once the rows of ``W_Q`` and ``W_K`` of each head are permuted
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from ._validation import as_float_array, check_positive_int
@@ -47,7 +49,9 @@ def rope_frequencies(head_dim: int, theta: float = 10000.0) -> np.ndarray:
         raise ValueError(
             f"head_dim must be even (coordinates are rotated in pairs), got {head_dim}"
         )
-    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not 1 < theta < np.inf:
+    if isinstance(theta, (bool, np.bool_)) or not isinstance(theta, (numbers.Real, np.number)):
+        raise TypeError(f"theta must be a real number, got {type(theta).__name__}")
+    if not 1 < theta < np.inf:
         raise ValueError(f"theta must be a finite number > 1, got {theta!r}")
     return float(theta) ** (-np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
 

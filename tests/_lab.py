@@ -8,6 +8,7 @@ student left open in their own JupyterLab nor overwrite their workspace or setti
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -87,12 +88,38 @@ def press_ctrl_s(browser: Browser) -> None:
                      browser.session)  # fmt: skip
 
 
+TAB_CLEAN_JS = """(() => {
+  const tabs = document.querySelectorAll('#jp-main-dock-panel .lm-TabBar-tab');
+  return tabs.length > 0 && !document.querySelector('#jp-main-dock-panel .lm-TabBar-tab.jp-mod-dirty');
+})()"""
+
+
+def saved_and_settled(notebook: Path, before_ns: int, last: list[bytes | None]) -> bool:
+    """True once ``notebook`` was written after ``before_ns`` and its bytes are a whole notebook
+    that two reads in a row agree on. Jupyter's save truncates the file and rewrites it in place,
+    so a read just after the mtime changes can see 0 bytes or half a file: the mtime alone is
+    only a sign that a write began."""
+    try:
+        if notebook.stat().st_mtime_ns == before_ns:
+            return False
+        data = notebook.read_bytes()
+        json.loads(data)
+    except (OSError, ValueError):
+        last[0] = None
+        return False
+    settled, last[0] = data == last[0], data
+    return settled
+
+
 def open_and_save(browser: Browser, base: str, token: str, notebook: Path, rel: str) -> None:
-    """Open ``rel`` in JupyterLab, wait for its kernel, save it, wait for the file to change."""
+    """Open ``rel`` in JupyterLab, wait for its kernel, save it, and wait until the save is
+    finished: the tab no longer dirty and the file a whole notebook that has stopped changing."""
     # ?reset: a fresh workspace, so the previous lecture is not reopened beside it
     browser.navigate(f"{base}/lab/tree/{rel}?reset&token={token}")
-    browser.wait_for(lambda: browser.evaluate(KERNEL_IDLE_JS), 180, f"{rel} open, kernel idle")
+    browser.wait_for(lambda: browser.evaluate(KERNEL_IDLE_JS), 300, f"{rel} open, kernel idle")
     browser.pump(2.0)  # the kernel's metadata reaches the notebook model
     before = notebook.stat().st_mtime_ns
     press_ctrl_s(browser)
-    browser.wait_for(lambda: notebook.stat().st_mtime_ns != before, 60, f"{rel} saved")
+    last: list[bytes | None] = [None]
+    browser.wait_for(lambda: saved_and_settled(notebook, before, last), 180, f"{rel} saved")
+    browser.wait_for(lambda: browser.evaluate(TAB_CLEAN_JS), 60, f"{rel}'s tab clean after saving")

@@ -101,6 +101,7 @@ EXEMPT: dict[str, str] = {
     "course_lib.data.chat:load_chat_tokenizer": _NO_ARGS.format("the shipped tokenizer + chat"),
     "course_lib.data.instructions:instruction_words": _NO_ARGS.format("the fixed word split"),
     "course_lib.data.instructions:Instruction": _RECORD.format("make_instruction"),
+    "course_lib.models.rl:GRPOLog": _RECORD.format("grpo_train"),
     "course_lib.quiz:Choice": _RECORD.format("load_quiz (which validates the file)"),
     "course_lib.quiz:Mistake": _RECORD.format("load_quiz (which validates the file)"),
     "course_lib.quiz:Item": _RECORD.format("load_quiz (which validates the file)"),

@@ -455,7 +455,7 @@ from course_lib import tokenization as tk  # noqa: E402
 from course_lib.data import language_modeling as lmd  # noqa: E402
 from course_lib.data import pretraining as ptd  # noqa: E402
 from course_lib.models import assistant as asst  # noqa: E402
-from course_lib.models import classifier, decoding, dpo, ngram, transformer  # noqa: E402
+from course_lib.models import classifier, decoding, dpo, ngram, rl, transformer  # noqa: E402
 from course_lib.training import learning_rate_at  # noqa: E402
 
 TOK = tk.train_bpe(["the cat sat on the mat", "a dog sat on a log"] * 3, 40)
@@ -467,6 +467,9 @@ MASK_HF = torch.tensor([[1, 1, 0], [1, 1, 1]])
 WP_VOCAB = {"[UNK]": 0, "un": 1, "##aff": 2, "##able": 3, "the": 4}
 LOSS_MASK = torch.tensor([[False, True, True]])
 LOGPS = torch.tensor([-1.0, -2.0])
+TOKEN_LOGPS = torch.tensor([[-1.0, -2.0, -0.5], [-0.3, -1.2, -2.0]])  # (B, T) for lecture 17
+TOKEN_MASK = torch.tensor([[True, True, False], [True, True, True]])
+ADVANTAGES = torch.tensor([0.7, -0.7])
 
 VALID_MORE = [
     (tk.pretokenize, dict(text="The cat.", lowercase=False)),
@@ -552,6 +555,43 @@ VALID_MORE = [
     (asst.chat_batch, dict(rendered=[([1, 2, 3], [False, True, True])], pad_id=0)),
     (asst.response_loss, dict(model=GPT_S, ids=IDS, loss_mask=LOSS_MASK)),
     (asst.sequence_logprobs, dict(model=GPT_S, ids=IDS, loss_mask=LOSS_MASK)),
+    (asst.token_logprobs, dict(model=GPT_S, ids=IDS)),
+    (
+        rl.group_advantages,
+        dict(rewards=torch.tensor([1.0, 0.0, 0.0, 1.0]), group_size=2, scale_rewards="group"),
+    ),
+    (
+        rl.grpo_loss,
+        dict(
+            logps=TOKEN_LOGPS,
+            old_logps=TOKEN_LOGPS - 0.1,
+            advantages=ADVANTAGES,
+            mask=TOKEN_MASK,
+            epsilon_low=0.2,
+            epsilon_high=0.28,
+            beta=0.04,
+            ref_logps=TOKEN_LOGPS + 0.2,
+            loss_type="dr_grpo",
+            max_completion_length=4,
+            use_bias_correction_kl=True,
+        ),
+    ),
+    (rl.reinforce_loss, dict(logps=TOKEN_LOGPS, advantages=ADVANTAGES, mask=TOKEN_MASK)),
+    (rl.kl_k3, dict(logps=TOKEN_LOGPS, ref_logps=TOKEN_LOGPS + 0.2)),
+    (
+        rl.clip_fraction,
+        dict(
+            logps=TOKEN_LOGPS,
+            old_logps=TOKEN_LOGPS - 0.3,
+            advantages=ADVANTAGES,
+            mask=TOKEN_MASK,
+            epsilon_low=0.2,
+            epsilon_high=0.2,
+        ),
+    ),
+    (rl.pass_at_k, dict(n=8, c=3, k=2)),
+    (rl.exact_match_rewards, dict(replies=["open", "file"], answers=["open", "open"])),
+    (rl.one_word_rewards, dict(replies=["open", "open file"])),
 ]
 
 
@@ -576,6 +616,7 @@ ACCEPTED = {
     ("attention_to_positions", "positions"): {"-1", "0", "wrong rank"},  # -1 = last; one int
     ("offset_score", "offset"): {"-1", "0"},  # previous-token and self heads
     ("offset_score", "attention"): {"nan entry"},  # the nan is off the diagonal it reads
+    ("segment_mean_pool", "hidden"): {"nan entry"},  # the nan is at [CLS], in neither segment
     **{
         (f, p): _ONE_TOKEN_LIST
         for f, p in (
@@ -662,6 +703,10 @@ ACCEPTED = {
     ("known_word_fraction", "reference"): {"str", "[]"},  # one text; no known word
     ("pair_input", "cls"): {"str", "0"},  # a token string, or an id
     ("pair_input", "sep"): {"str", "0"},
+    ("group_advantages", "rewards"): {"wrong dtype"},  # integer rewards are numbers
+    ("grpo_loss", "old_logps"): {"None"},  # None = logps.detach(): one step per sample
+    ("grpo_loss", "beta"): _ZERO_OK,  # no KL term (TRL's default)
+    ("pass_at_k", "c"): _ZERO_OK,  # no right sample: pass@k = 0
     ("accuracy_ci", "correct"): {"bool", "0", "wrong rank", "wrong dtype"},  # one prediction; 1.0s
     ("mask_tokens", "input_ids"): {"0"},  # one token id, shape ()
     **{

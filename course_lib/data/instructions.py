@@ -257,7 +257,13 @@ def preference_pair(instruction: Instruction) -> tuple[str, str]:
         "reverse": " ".join(words),  # not reversed
         "commas": " ".join(words),  # no commas
     }[family]
-    return solve(family, words), rejected
+    chosen = solve(family, words)
+    if rejected == chosen:  # e.g. "first" of ("cat", "dog", "cat"): the slip gives the answer
+        raise ValueError(
+            f"instruction: the typical mistake for {family!r} on {list(words)} gives the right "
+            f"answer {chosen!r}, so there is no preference between them; use distinct words"
+        )
+    return chosen, rejected
 
 
 def exact_match(reply: str, answer: str) -> bool:

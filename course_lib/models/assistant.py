@@ -5,6 +5,7 @@
 * :func:`chat_batch` pads rendered conversations into ``(ids, loss_mask)`` tensors;
 * :func:`response_loss`: the cross-entropy on the tokens the mask marks (the assistant's
   answer and its ``<|end|>``) and on nothing else;
+* :func:`token_logprobs`: ``log p`` of every next token (lecture 17's per-token terms);
 * :func:`sequence_logprobs`: ``log p(answer | prompt)``, the sum over the marked tokens (what
   DPO compares, :func:`course_lib.dpo_loss`);
 * :func:`generate_replies`: greedy answers to user messages, until ``<|end|>``;
@@ -28,6 +29,7 @@ from .._validation import (
     check_module,
     check_positive_int,
     checkpoint_path,
+    read_checkpoint,
 )
 from ..configs import GPTConfig, current_names
 from ..data.chat import CHAT_TEMPLATES, END_OF_TURN, IM_END, render_chat
@@ -40,6 +42,7 @@ __all__ = [
     "add_chat_tokens",
     "chat_batch",
     "response_loss",
+    "token_logprobs",
     "sequence_logprobs",
     "generate_replies",
     "load_assistant",
@@ -51,6 +54,7 @@ ASSISTANT_CHECKPOINTS = {
     "tuned": DATA / "assistant_tuned.pt",  # full fine-tuning from lecture 11's GPT
     "lora": DATA / "assistant_lora.pt",  # LoRA adapters on lecture 11's GPT
     "dpo": DATA / "assistant_dpo.pt",  # LoRA adapters trained with DPO on the tuned model
+    "grpo": DATA / "assistant_grpo.pt",  # LoRA adapters trained with GRPO (tools.training.train_rl)
 }
 
 
@@ -136,16 +140,28 @@ def response_loss(model: nn.Module, ids: torch.Tensor, loss_mask: torch.Tensor) 
     return F.cross_entropy(logits[keep], targets[keep])  # (tokens, vocab) vs (tokens,)
 
 
+def token_logprobs(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
+    """``(batch, n - 1)``: ``log p(ids[:, t + 1] | ids[:, :t + 1])``, the log-probability the
+    model gave each next token (position ``t`` predicts token ``t + 1``; lecture 17's
+    per-token log-probabilities, with ``loss_mask[:, 1:]`` picking the answer's)."""
+    check_module(model)
+    check_context(model)  # a language model, not an encoder's hidden states
+    if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.ndim != 2:
+        raise TypeError("ids must be a torch.long tensor (batch, n) (chat_batch gives one)")
+    if ids.shape[1] < 2:
+        raise ValueError(f"ids must hold at least 2 positions, got {tuple(ids.shape)}")
+    logits = model(ids[:, :-1])  # (B, n - 1, vocab)
+    logps = torch.log_softmax(logits.float(), dim=-1)
+    return logps.gather(-1, ids[:, 1:, None])[..., 0]  # (B, n - 1): log p of the next token
+
+
 def sequence_logprobs(model: nn.Module, ids: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
     """``(batch,)``: the sum of ``log p(token)`` over each row's marked tokens, the
     log-probability of the answer given the prompt."""
     check_module(model)
-    check_context(model)  # a language model, not an encoder's hidden states
+    check_context(model)
     _check_ids_and_mask(ids, loss_mask)
-    logits = model(ids[:, :-1])  # (B, n - 1, vocab)
-    logps = torch.log_softmax(logits.float(), dim=-1)
-    picked = logps.gather(-1, ids[:, 1:, None])[..., 0]  # (B, n - 1): log p of the next token
-    return (picked * loss_mask[:, 1:]).sum(dim=1)
+    return (token_logprobs(model, ids) * loss_mask[:, 1:]).sum(dim=1)
 
 
 @torch.no_grad()
@@ -189,13 +205,14 @@ def load_assistant(name: str = "tuned", path: str | Path | None = None) -> tuple
     metadata (training settings, CPU time, scores, stored replies).
 
     ``"tuned"``: lecture 11's GPT fully fine-tuned on instructions; ``"lora"``: that GPT with
-    LoRA adapters instead; ``"dpo"``: the tuned model plus LoRA adapters trained with DPO.
+    LoRA adapters instead; ``"dpo"``: the tuned model plus LoRA adapters trained with DPO;
+    ``"grpo"``: the tuned model plus LoRA adapters trained with GRPO (lecture 17).
     Adapters are merged on load: every model comes back as a plain :class:`GPT` in eval mode.
     ``path``: another file of that kind (the model it adapts is looked for in its folder).
     """
     check_choice(name, "name", ASSISTANT_CHECKPOINTS)
     path = checkpoint_path(path, ASSISTANT_CHECKPOINTS[name])
-    ckpt = current_names(torch.load(path, map_location="cpu", weights_only=True))
+    ckpt = current_names(read_checkpoint(path, "chat assistant"))
     check_checkpoint(
         ckpt,
         ("config", "state_dict", "replies"),
@@ -204,6 +221,12 @@ def load_assistant(name: str = "tuned", path: str | Path | None = None) -> tuple
         GPTConfig.__dataclass_fields__,
     )
     base = ckpt.get("base")
+    made_on = {"tuned": None, "lora": "pretrained", "dpo": "tuned"}  # what each name adapts
+    if name in made_on and base != made_on[name]:
+        raise ValueError(
+            f"{path} holds {'a whole model' if base is None else f'adapters on {base!r}'}, "
+            f"not a {name!r} assistant; pass the name that matches the file"
+        )
     if base is None:  # a whole model
         model = GPT(GPTConfig(**ckpt["config"]))
     elif base == "pretrained":  # adapters on lecture 11's GPT

@@ -38,6 +38,7 @@ from .._validation import (
     check_type,
     checkpoint_path,
     inner_checks_off,
+    read_checkpoint,
 )
 from ..configs import TinyBertConfig, current_names
 from ..nn import Encoder, eval_mode
@@ -272,7 +273,7 @@ def load_tiny_bert(path: str | Path | None = None) -> tuple[TinyBert, dict]:
     held-out accuracies). Reproduce it with ``python -m tools.training.train_tiny_bert``.
     """
     path = checkpoint_path(path, CHECKPOINT)
-    ckpt = current_names(torch.load(path, map_location="cpu", weights_only=True))
+    ckpt = current_names(read_checkpoint(path, "TinyBert"))
     check_checkpoint(ckpt, ("vocab_size", "config", "state_dict"), path, "TinyBert")
     model = TinyBert(TinyBertConfig(vocab_size=ckpt["vocab_size"], **ckpt["config"]))
     model.load_state_dict(ckpt["state_dict"])

@@ -79,7 +79,8 @@ def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tenso
         raise ValueError(
             f"attention_mask: row {int(empty[0])} has no real token (all 0); its mean is undefined"
         )
-    return (hidden * m).sum(1) / m.sum(1)
+    real = hidden.masked_fill(m == 0, 0.0)  # padded vectors out (even a nan there: 0 * nan is nan)
+    return real.sum(1) / m.sum(1)
 
 
 def segment_mean_pool(
@@ -113,6 +114,15 @@ def segment_mean_pool(
     return mean_pool(hidden, in_a.long()), mean_pool(hidden, in_b.long())
 
 
+def _check_some_real_token(attention_mask: torch.Tensor) -> None:
+    if not attention_mask.bool().any(-1).all():
+        row = int((~attention_mask.bool().any(-1)).nonzero()[0])
+        raise ValueError(
+            f"attention_mask: row {row} has no real token (all 0): attention over it is "
+            "undefined (its scores would be nan); each sentence needs at least [CLS]"
+        )
+
+
 class BertClassifier(nn.Module):
     """The top encoder layers (copied, trainable) and a classification head on ``[CLS]``.
 
@@ -137,6 +147,7 @@ class BertClassifier(nn.Module):
     def forward(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         b, n, _ = check_features(hidden, "hidden", self.pooler.in_features, "hidden_size").shape
         check_shape(attention_mask, "attention_mask", f"(batch={b}, n={n})", (b, n))
+        _check_some_real_token(attention_mask)
         keys = attention_mask.bool()[:, None, :]  # (batch, 1, n): padding hidden from every query
         for layer in self.layers:
             hidden = layer(hidden, keys)

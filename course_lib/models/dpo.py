@@ -21,6 +21,8 @@ one pushed down; it is TRL's ``loss_type=["sigmoid", "sft"]`` with ``loss_weight
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -53,18 +55,8 @@ def dpo_loss(
         TypeError: an input that is not a floating tensor; ValueError: shapes that differ or are
             not 1-D, ``beta <= 0``.
     """
-    beta = check_positive_number(beta, "beta")
-    values = (policy_chosen_logps, policy_rejected_logps,
-              reference_chosen_logps, reference_rejected_logps)  # fmt: skip
-    for name, v in zip(_NAMES, values, strict=True):
-        if not isinstance(v, torch.Tensor) or not v.is_floating_point():
-            got = f"{v.dtype} tensor" if isinstance(v, torch.Tensor) else type(v).__name__
-            raise TypeError(f"{name} must be a floating torch.Tensor (pairs,), got {got}")
-        if v.ndim != 1 or v.shape != policy_chosen_logps.shape:
-            raise ValueError(
-                f"{name} must have shape (pairs,) like policy_chosen_logps "
-                f"{tuple(policy_chosen_logps.shape)}, got {tuple(v.shape)}"
-            )
+    beta = _check_dpo_inputs(policy_chosen_logps, policy_rejected_logps,
+                             reference_chosen_logps, reference_rejected_logps, beta=beta)  # fmt: skip
     chosen_logratios = policy_chosen_logps - reference_chosen_logps  # log pi/pi_ref of y_w
     rejected_logratios = policy_rejected_logps - reference_rejected_logps  # ... of y_l
     losses = -F.logsigmoid(beta * (chosen_logratios - rejected_logratios))
@@ -94,10 +86,39 @@ def dpo_nll_loss(
         as :func:`dpo_loss`; ValueError: ``nll_weight < 0``, ``chosen_tokens`` not of shape
             ``(pairs,)`` or with a total of 0.
     """
+    nll_weight = _check_nll_inputs(chosen_tokens, policy_chosen_logps, nll_weight)
+    losses, _, _ = dpo_loss(policy_chosen_logps, policy_rejected_logps, reference_chosen_logps,
+                            reference_rejected_logps, beta=beta)  # fmt: skip
+    nll = -policy_chosen_logps.sum() / chosen_tokens.sum()  # nats per chosen token
+    return losses.mean() + nll_weight * nll
+
+
+def _check_dpo_inputs(policy_chosen_logps, *others, beta) -> float:
+    """dpo_loss's door: four floating ``(pairs,)`` tensors of log-probabilities, ``beta > 0``."""
+    values = (policy_chosen_logps, *others)
+    for name, v in zip(_NAMES, values, strict=True):
+        if not isinstance(v, torch.Tensor) or not v.is_floating_point():
+            got = f"{v.dtype} tensor" if isinstance(v, torch.Tensor) else type(v).__name__
+            raise TypeError(f"{name} must be a floating torch.Tensor (pairs,), got {got}")
+        if v.ndim != 1 or v.shape != policy_chosen_logps.shape:
+            raise ValueError(
+                f"{name} must have shape (pairs,) like policy_chosen_logps "
+                f"{tuple(policy_chosen_logps.shape)}, got {tuple(v.shape)}"
+            )
+        if (v > 0).any():  # a log-probability is <= 0 (nan passes: nan in, nan out)
+            raise ValueError(
+                f"{name} must hold log-probabilities (<= 0), got a largest value of "
+                f"{float(v.max()):.4g}: pass log p, not p or -log p"
+            )
+    return check_positive_number(beta, "beta")
+
+
+def _check_nll_inputs(chosen_tokens, policy_chosen_logps, nll_weight) -> float:
+    """dpo_nll_loss's door: whole token counts ``(pairs,)`` with a total > 0, a finite weight."""
     if isinstance(nll_weight, bool) or not isinstance(nll_weight, int | float):
         raise TypeError(f"nll_weight must be a number >= 0, got {type(nll_weight).__name__}")
-    if not nll_weight >= 0:  # also rejects nan
-        raise ValueError(f"nll_weight must be a number >= 0, got {nll_weight!r}")
+    if not 0 <= nll_weight < math.inf:  # also rejects nan
+        raise ValueError(f"nll_weight must be a finite number >= 0, got {nll_weight!r}")
     if not isinstance(chosen_tokens, torch.Tensor):
         raise TypeError(f"chosen_tokens must be a torch.Tensor (pairs,), got "
                         f"{type(chosen_tokens).__name__}")  # fmt: skip
@@ -106,9 +127,10 @@ def dpo_nll_loss(
             f"chosen_tokens must have shape (pairs,) like policy_chosen_logps "
             f"{tuple(getattr(policy_chosen_logps, 'shape', ()))}, got {tuple(chosen_tokens.shape)}"
         )
+    if (chosen_tokens < 0).any() or (chosen_tokens != chosen_tokens.round()).any():
+        raise ValueError(
+            f"chosen_tokens must hold whole token counts >= 0, got {chosen_tokens.tolist()[:8]}"
+        )
     if not chosen_tokens.sum() > 0:
         raise ValueError("chosen_tokens must count at least one token, got a total of 0")
-    losses, _, _ = dpo_loss(policy_chosen_logps, policy_rejected_logps, reference_chosen_logps,
-                            reference_rejected_logps, beta=beta)  # fmt: skip
-    nll = -policy_chosen_logps.sum() / chosen_tokens.sum()  # nats per chosen token
-    return losses.mean() + nll_weight * nll
+    return nll_weight

@@ -135,6 +135,18 @@ def next_token(
         )
     if torch.isnan(logits).any():
         raise ValueError("logits contains nan; no token can be picked from a nan distribution")
+    if torch.isposinf(logits).any():
+        row = int(torch.isposinf(logits).any(-1).nonzero()[0])
+        raise ValueError(
+            f"logits row {row} contains +inf: softmax is undefined there (inf - inf); give "
+            "finite logits (a token that must be chosen can get a large finite logit)"
+        )
+    if torch.isneginf(logits).all(-1).any():
+        row = int(torch.isneginf(logits).all(-1).nonzero()[0])
+        raise ValueError(
+            f"logits row {row} is -inf everywhere: every token is excluded, none can be picked; "
+            "each row needs at least one finite logit"
+        )
     temperature = _check_temperature(temperature)
     if top_k is not None:
         check_positive_int(top_k, "top_k")
@@ -148,7 +160,12 @@ def _pick(logits, temperature, top_k, top_p, generator) -> torch.Tensor:
     ``logits (B, vocab)`` of the next token -> one token id per row ``(B,)``."""
     if temperature == 0:
         return logits.argmax(dim=-1)  # greedy: the most probable token
-    logits = logits / temperature  # T < 1 sharpens the distribution, T > 1 flattens it
+    scaled = logits / temperature  # T < 1 sharpens the distribution, T > 1 flattens it
+    if torch.isposinf(
+        scaled
+    ).any():  # so tiny a T overflowed: shift by the max first (same softmax)
+        scaled = (logits - logits.amax(dim=-1, keepdim=True)) / temperature
+    logits = scaled
     if top_k is not None:
         logits = top_k_filter(logits, top_k)  # all but the k most probable -> -inf
     if top_p is not None:

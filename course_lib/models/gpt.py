@@ -40,6 +40,7 @@ from .._validation import (
     check_type,
     checkpoint_path,
     inner_checks_off,
+    read_checkpoint,
 )
 from ..configs import GPTConfig, current_names
 from ..nn import FeedForward, KVCache, LayerKVCache, attend, causal_mask_from
@@ -248,7 +249,7 @@ def load_tiny_gpt(path: str | Path | None = None) -> tuple[GPT, dict]:
     settings, validation history). Reproduce it with ``python -m tools.training.train_gpt``.
     """
     path = checkpoint_path(path, GPT_CHECKPOINT)
-    ckpt = current_names(torch.load(path, map_location="cpu", weights_only=True))
+    ckpt = current_names(read_checkpoint(path, "GPT"))
     check_checkpoint(ckpt, ("config", "state_dict"), path, "GPT", GPTConfig.__dataclass_fields__)
     model = GPT(GPTConfig(**ckpt["config"]))
     state = {k: v.float() for k, v in ckpt["state_dict"].items()}

@@ -116,29 +116,28 @@ def apply_lora(
     r = check_positive_int(r, "r")
     alpha = check_positive_number(alpha, "alpha")
     check_dropout(dropout)
-    for p in model.parameters():
-        p.requires_grad_(False)
-    found = set()
-    for parent in list(model.modules()):
-        for name, child in list(parent.named_children()):
-            if name not in names:
-                continue
-            if not isinstance(child, nn.Linear):
-                raise TypeError(
-                    f"target_names: {name!r} is a {type(child).__name__}, not an nn.Linear"
-                )
-            setattr(parent, name, LoRALinear(child, r, alpha, dropout))
-            found.add(name)
-    missing = [n for n in names if n not in found]
+    targets = [(parent, name, child) for parent in model.modules()
+               for name, child in parent.named_children() if name in names]  # fmt: skip
+    for _, name, child in targets:  # every name checked before the model is touched
+        if not isinstance(child, nn.Linear):
+            raise TypeError(f"target_names: {name!r} is a {type(child).__name__}, not an nn.Linear")
+    missing = [n for n in names if n not in {name for _, name, _ in targets}]
     if missing:
         raise ValueError(f"target_names: the model has no nn.Linear named {missing}")
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for parent, name, child in targets:
+        setattr(parent, name, LoRALinear(child, r, alpha, dropout))
     return trainable_parameter_count(model)
 
 
 def merge_lora(model: nn.Module) -> nn.Module:
     """Replace, in place, every :class:`LoRALinear` of ``model`` by its merged ``nn.Linear``
-    (trainable again, like the rest of the model's parameters). Returns ``model``."""
+    (trainable again, like the rest of the model's parameters). Returns ``model``; given a
+    bare :class:`LoRALinear` (which has no parent to replace it in), its merged ``nn.Linear``."""
     check_module(model)
+    if isinstance(model, LoRALinear):
+        return model.merge().requires_grad_(True)
     if not any(isinstance(m, LoRALinear) for m in model.modules()):
         raise ValueError("model has no LoRALinear layer to merge (call apply_lora first)")
     for parent in list(model.modules()):

@@ -55,7 +55,14 @@ def causal_mask_from(
     """Boolean ``(n_new, start + n_new)``, True = may attend: the query at absolute position
     ``start + i`` sees the keys at positions ``0 .. start + i`` (``start = 0``: the square
     lower-triangular mask of lecture 02)."""
+    _check_span(start, n_new)
     return torch.ones(n_new, start + n_new, dtype=torch.bool, device=device).tril(diagonal=start)
+
+
+def _check_span(start, n_new) -> None:
+    for name, value, least in (("start", start, 0), ("n_new", n_new, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
 
 
 class MultiHeadAttention(nn.Module):

@@ -28,13 +28,38 @@ class LayerKVCache:
 
     def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Add ``k``, ``v`` ``(batch, kv_heads, n_new, d_head)``; return the keys and values of
-        every position seen so far ``(batch, kv_heads, n_seen + n_new, d_head)``."""
+        every position seen so far ``(batch, kv_heads, n_seen + n_new, d_head)``. The values'
+        last dimension may differ from the keys' (``d_v``); the other three must agree."""
+        self._check_new(k, v)
         if self.keys is None:
             self.keys, self.values = k, v
         else:
             self.keys = torch.cat([self.keys, k], dim=-2)  # (B, n_kv, n_seen + n_new, d_head)
             self.values = torch.cat([self.values, v], dim=-2)
         return self.keys, self.values
+
+    def _check_new(self, k, v) -> None:
+        """append's door: 4-D k and v that agree with each other and with the cached ones."""
+        for name, t in (("k", k), ("v", v)):
+            if not isinstance(t, torch.Tensor) or t.ndim != 4:
+                got = f"shape {tuple(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
+                raise TypeError(
+                    f"{name} must be a 4-D torch.Tensor (batch, kv_heads, n_new, d_head), got {got}"
+                )
+        if k.shape[:-1] != v.shape[:-1]:
+            raise ValueError(
+                f"k {tuple(k.shape)} and v {tuple(v.shape)} must agree in (batch, kv_heads, n_new)"
+            )
+        if self.keys is not None and (
+            k.shape[:2] != self.keys.shape[:2]
+            or k.shape[-1] != self.keys.shape[-1]
+            or v.shape[-1] != self.values.shape[-1]
+        ):
+            raise ValueError(
+                f"cache holds keys {tuple(self.keys.shape)} and values {tuple(self.values.shape)}; "
+                f"new k {tuple(k.shape)}, v {tuple(v.shape)} do not fit (batch, kv_heads and the "
+                "last dimensions must match): start a new KVCache for another model or batch"
+            )
 
     def check_fits(self, batch: int, kv_heads: int, d_head: int) -> None:
         """Refuse new keys ``(batch, kv_heads, n_new, d_head)`` that do not fit the cached ones."""
@@ -66,6 +91,15 @@ class KVCache:
 
     def layer(self, index: int) -> LayerKVCache:
         """The cache of layer ``index`` (0-based), created if it is the next one."""
+        if (
+            isinstance(index, bool)
+            or not isinstance(index, int)
+            or not 0 <= index <= len(self.layers)
+        ):
+            raise ValueError(
+                f"index must be a layer number in [0, {len(self.layers)}] (layers are created in "
+                f"order 0, 1, ...; this cache has {len(self.layers)}), got {index!r}"
+            )
         if index == len(self.layers):
             self.layers.append(LayerKVCache())
         return self.layers[index]

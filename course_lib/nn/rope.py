@@ -32,4 +32,18 @@ def rope_qk(
     """The ``qk_transform`` hook of :class:`~course_lib.nn.MultiHeadAttention` for RoPE: rotate
     queries ``(B, num_heads, n, d_head)`` and keys ``(B, num_kv_heads, n, d_head)`` by their
     absolute ``positions (n,)``. Values are not rotated: they carry content, not positions."""
+    _check_heads_and_positions(q, k, positions)
     return rotate(q, positions, theta), rotate(k, positions, theta)
+
+
+def _check_heads_and_positions(q, k, positions) -> None:
+    """rope_qk's door: 4-D heads that agree in B, n, d_head, and ``positions`` of shape (n,)."""
+    for name, t in (("q", q), ("k", k)):
+        if not isinstance(t, torch.Tensor) or t.ndim != 4:
+            got = f"shape {tuple(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
+            raise ValueError(f"{name} must be a 4-D tensor (B, heads, n, d_head), got {got}")
+    if q.shape[0] != k.shape[0] or q.shape[2:] != k.shape[2:]:
+        raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} must agree in B, n and d_head")
+    if not isinstance(positions, torch.Tensor) or positions.shape != (q.shape[2],):
+        got = tuple(positions.shape) if isinstance(positions, torch.Tensor) else type(positions)
+        raise ValueError(f"positions must be a tensor of shape (n,) = ({q.shape[2]},), got {got}")

@@ -121,6 +121,14 @@ class BPETokenizer:
         if check_str(word, "word") in self._cache:
             return self._cache[word]
         symbols = [c if c in self.vocab else self.unk_token for c in word]
+        if self.byte_level and None in symbols:  # a byte-level vocabulary must hold every byte
+            char = next(c for c, s in zip(word, symbols, strict=True) if s is None)
+            byte = {c: b for b, c in bytes_to_unicode().items()}.get(char)
+            raise ValueError(
+                f"word {word!r}: byte {byte if byte is None else hex(byte)} ({char!r}) is not in "
+                "the byte-level vocabulary and there is no unk_token; a byte-level vocabulary "
+                "needs all 256 bytes"
+            )
         symbols = [s for s in symbols if s is not None]  # unknown characters vanish without unk
         while len(symbols) > 1:
             rank, pos = min(
@@ -135,6 +143,13 @@ class BPETokenizer:
 
     def tokenize(self, text: str) -> list[str]:
         """Token strings of ``text`` (words from :func:`pretokenize`, then :meth:`encode_word`)."""
+        try:
+            check_str(text, "text").encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate such as "\ud800"
+            raise ValueError(
+                f"text has {text[exc.start]!r} at index {exc.start}, a lone surrogate: not "
+                "valid Unicode text, so it has no UTF-8 bytes to tokenize"
+            ) from None
         return [t for w in self._words(text) for t in self.encode_word(w)]
 
     def encode(self, text: str) -> list[int]:

@@ -4,5 +4,5 @@
 * corpora: :mod:`.make_pretraining_corpus`, :mod:`.make_docstring_corpus`;
 * checkpoints: :mod:`.train_tiny_bert` (08), :mod:`.train_mlm_head` (08),
   :mod:`.fine_tune_minilm` (12), :mod:`.train_gpt` (11), :mod:`.modern_ladder` (13),
-  :mod:`.train_assistant` (14).
+  :mod:`.train_assistant` (14), :mod:`.train_rl` (17).
 """

@@ -251,15 +251,16 @@ def choose_dpo(tried: list[dict], cfg: dict) -> int:
     return min(ok or range(len(tried)), key=lambda i: tried[i]["accuracy_drop"])
 
 
-def as_shipped(policy, tuned_path: Path, config, lora_settings: dict) -> GPT:
+def as_shipped(policy, tuned_path: Path, config, lora_settings: dict, name: str = "dpo") -> GPT:
     """``policy`` as the lecture will load it: saved in float16, loaded with
-    :func:`load_assistant` (adapters merged into the tuned model), in a scratch folder."""
+    :func:`load_assistant` (adapters merged into the tuned model), in a scratch folder.
+    ``name``: the kind of adapters on the tuned model (``"dpo"``, ``"grpo"``)."""
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / tuned_path.name).symlink_to(tuned_path.resolve())
-        path = Path(folder) / ASSISTANT_CHECKPOINTS["dpo"].name
+        path = Path(folder) / ASSISTANT_CHECKPOINTS[name].name
         torch.save({"base": "tuned", "lora": lora_settings, "config": asdict(config),
                     "state_dict": lora_state(policy), "replies": {}}, path)  # fmt: skip
-        return load_assistant("dpo", path)[0]
+        return load_assistant(name, path)[0]
 
 
 def dpo_stage(tuned, tok, cfg: dict, out_dir: Path, lora_settings: dict, save_and_score,

@@ -74,7 +74,17 @@ TEST_TARGETS ?= check
 test: $(STAMP)
 	@$(PY) tools/dev/in_clean_clone.py $(MAKE) --no-print-directory -o $(STAMP) $(TEST_TARGETS)
 
-check: lint unit slow notebooks
+# The four tiers in order, stopping at the first that fails, then each tier's wall-clock time.
+CHECK_TIERS := lint unit slow notebooks
+check: $(STAMP)
+	@start=$$(date +%s); times=""; status=0; \
+	for tier in $(CHECK_TIERS); do \
+		t0=$$(date +%s); \
+		if ! $(MAKE) --no-print-directory -o $(STAMP) $$tier; then times="$$times $$tier FAILED"; status=1; break; fi; \
+		times="$$times $$tier $$(( $$(date +%s) - t0 )) s,"; \
+	done; \
+	echo "make check, wall-clock time per tier:$$times total $$(( $$(date +%s) - start )) s"; \
+	exit $$status
 
 # Repository hygiene alone, in seconds (also part of `make unit`): exercises generated from
 # solutions, environment.yml from requirements.txt, tidy notebooks, documented public API.
@@ -91,8 +101,10 @@ check-pythons: $(STAMP)
 # Your own copy of a lecture's exercises in the git-ignored my-work/ (never overwritten):
 # make start NB=01 (or 1, 01_softmax)   ->   my-work/01_softmax_exercises.ipynb
 # NB reaches the script through the environment (never a shell command line).
+# make start NB=q01 (or q1, 01_softmax_quiz)  ->   my-work/01_softmax_quiz.ipynb
+# A refusal ends with the course's message (the list of lectures), not make's "Error 1" line.
 start:
-	@$(PYTHON_ANY) tools/dev/start.py "$$NB"
+	@$(PYTHON_ANY) tools/dev/start.py "$$NB" || true
 
 # Take the course's updates: your changed files that the update would overwrite (run lectures,
 # answers typed into exercises/) are copied to my-work/kept-<date-time>/ first, then git pulls.

@@ -31,6 +31,7 @@ from .timing import *  # noqa: F403
 _TORCH_MODULES = (
     "configs",
     "data.chat",
+    "evaluation",
     "models.assistant",
     "models.bert",
     "models.dpo",

@@ -88,10 +88,14 @@ def press_ctrl_s(browser: Browser) -> None:
                      browser.session)  # fmt: skip
 
 
-TAB_CLEAN_JS = """(() => {
-  const tabs = document.querySelectorAll('#jp-main-dock-panel .lm-TabBar-tab');
-  return tabs.length > 0 && !document.querySelector('#jp-main-dock-panel .lm-TabBar-tab.jp-mod-dirty');
-})()"""
+TABS_JS = """Array.from(document.querySelectorAll('.lm-TabBar-tab')).map(
+  t => [(t.querySelector('.lm-TabBar-tabLabel') || t).innerText, t.className])"""
+
+
+def tab_clean(browser: Browser, name: str) -> bool:
+    """True when the main area has a tab labelled ``name`` and none so labelled is dirty."""
+    tabs = [cls for label, cls in browser.evaluate(TABS_JS) if label.strip() == name]
+    return bool(tabs) and not any("jp-mod-dirty" in cls.split() for cls in tabs)
 
 
 def saved_and_settled(notebook: Path, before_ns: int, last: list[bytes | None]) -> bool:
@@ -122,4 +126,7 @@ def open_and_save(browser: Browser, base: str, token: str, notebook: Path, rel: 
     press_ctrl_s(browser)
     last: list[bytes | None] = [None]
     browser.wait_for(lambda: saved_and_settled(notebook, before, last), 180, f"{rel} saved")
-    browser.wait_for(lambda: browser.evaluate(TAB_CLEAN_JS), 60, f"{rel}'s tab clean after saving")
+    try:
+        browser.wait_for(lambda: tab_clean(browser, notebook.name), 60, f"{rel}'s tab clean")
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}; the tabs: {browser.evaluate(TABS_JS)}") from None

@@ -56,7 +56,7 @@ _INNER = "an inner step run unchecked inside a checked forward; its door is {}"
 _GIVEN = {
     "given": ("halves_encoding", "mystery_attention", "shipped_sweep", "shipped_test_predictions"),
     "given_torch": ("make_layer", "scripted_model", "tiny_translator", "read_only_tensor",
-                    "exercise_model"),
+                    "exercise_model", "lm_tokenizer_512"),
 }  # fmt: skip
 _GIVEN_REASON = (
     "an exercise notebook's given input or a check's Built factory, called with the course's "

@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from course_lib import configs, interop, pretrained, training
+from course_lib import configs, evaluation, interop, pretrained, training
 from course_lib.data import chat
 from course_lib.data import docstrings as ds
 from course_lib.data import instructions as ins
@@ -194,6 +194,11 @@ X2 = torch.ones(3, 2)
 
 # (callable, args, kwargs, error type, message fragment)
 SMOLLM2_FILE = interop.read_gguf(pretrained.smollm2_path())  # the header only: 0.1 s
+ev = evaluation
+EV_TOK = lm.lm_tokenizer(300)
+EV_GPT = gpt.GPT(configs.GPTConfig(vocab_size=300, context_length=16, d_model=16, num_heads=2,
+                                   num_layers=1))  # fmt: skip
+EV_TASK = {"items": [{"query": "q", "choices": ["a", "b"], "gold": 0}], "shots": None}
 
 CASES = [
     # nn.attention, nn.cache: the attention's door (the models check once for all layers)
@@ -1083,6 +1088,89 @@ CASES = [
      ValueError, "reference is needed when beta > 0"),
     (rl.grpo_train, (GPT_CHAT, CHAT_TOK, lambda i: (["hi"], ["a"])),
      {"steps": 1, "iterations": 0}, ValueError, "iterations must be >= 1, got 0"),
+    # lecture 18: evaluation
+    (ev.encode_text, (object(), "a"), {}, TypeError, "tokenizer must have an encode(text)"),
+    (ev.encode_text, (EV_TOK, None), {}, TypeError, "text must be a str, got NoneType"),
+    (ev.encode_text, (EV_TOK, "a"), {"add_special_tokens": "yes"}, TypeError,
+     "add_special_tokens must be True or False"),
+    (ev.encode_pair, (EV_TOK, None, " a"), {}, TypeError, "context must be a str, got NoneType"),
+    (ev.encode_pair, (EV_TOK, "q", 3), {}, TypeError, "continuation must be a str, got int"),
+    (ev.encode_pair, (object(), "q", " a"), {}, TypeError, "tokenizer must have an encode"),
+    (ev.context_window, ("gpt",), {}, TypeError, "model must be a torch.nn.Module, got str"),
+    (ev.context_window, (None,), {}, TypeError, "model must be a torch.nn.Module, got NoneType"),
+    (ev.context_window, (nn.Linear(2, 2),), {}, TypeError,
+     "model must have a context_length (the course's models) or a config"),
+    (ev.loglikelihood, (EV_GPT, EV_TOK, []), {}, ValueError, "requests is empty"),
+    (ev.loglikelihood, (EV_GPT, EV_TOK, [("a", " b")]), {"batch_size": 0}, ValueError,
+     "batch_size must be >= 1, got 0"),
+    (ev.loglikelihood, (EV_GPT, EV_TOK, [("a", " b")]), {"max_length": -1}, ValueError,
+     "max_length must be >= 1, got -1"),
+    (ev.choice_requests, ("q", []), {}, ValueError, "choices is empty"),
+    (ev.choice_requests, (None, ["a"]), {}, TypeError, "context must be a str, got NoneType"),
+    (ev.choice_requests, ("q", ["a"]), {"delimiter": 1}, TypeError, "delimiter must be a str"),
+    (ev.choice_scores, ([-1.0], ["a", "b"]), {}, ValueError,
+     "loglikelihoods must hold one number per choice (2), got shape (1,)"),
+    (ev.choice_scores, ([-1.0, -2.0], ["a", "b"], "best"), {}, ValueError,
+     "rule must be one of ['acc', 'acc_norm', 'per_byte', 'per_token'], got 'best'"),
+    (ev.choice_scores, (["x", "y"], ["a", "b"]), {}, TypeError,
+     "loglikelihoods must contain real numbers"),
+    (ev.choose, ([-1.0, -2.0], ["a", "b"], "per_token"), {}, ValueError,
+     "rule 'per_token' needs token_counts"),
+    (ev.choose, ([-1.0, -2.0], "ab"), {}, TypeError, "choices must be a list of str, got str"),
+    (ev.choose, ([-1.0, -2.0], ["a", "b"], "per_token", [1, 0]), {}, ValueError,
+     "token_counts must hold one positive count per choice"),
+    (ev.is_correct, ([-1.0, -2.0], ["a", "b"], 2), {}, ValueError,
+     "gold must be the index of the right choice, in [0, 2), got 2"),
+    (ev.is_correct, ([-1.0, -2.0], ["a", "b"], True), {}, ValueError,
+     "gold must be the index of the right choice, in [0, 2), got True"),
+    (ev.is_correct, ([-1.0, -2.0], ["a", "b"], 1.0), {}, ValueError,
+     "gold must be the index of the right choice, in [0, 2), got 1.0"),
+    (ev.correct_per_item, ([[-1.0, -2.0]], [["a", "b"]], [0, 1]), {}, ValueError,
+     "must hold one entry per item, got 1, 1, 2"),
+    (ev.correct_per_item, ("x", [["a", "b"]], [0]), {}, TypeError,
+     "loglikelihoods must be a list with one entry per item, got str"),
+    (ev.correct_per_item, ([[-1.0, -2.0]], [["a", "b"]], [5]), {}, ValueError,
+     "gold must be the index of the right choice, in [0, 2), got 5"),
+    (ev.fewshot_prompt, ("shots", "q"), {}, TypeError, "shots must be a list of (query, answer)"),
+    (ev.fewshot_prompt, ([("q", 1)], "q"), {}, TypeError, "shots[0][1] must be a str, got int"),
+    (ev.fewshot_prompt, ([("q",)], "q"), {}, TypeError, "shots[0] must be a (query, answer) pair"),
+    (ev.letter_prompt, ("q", []), {}, ValueError, "choices is empty"),
+    (ev.letter_prompt, (None, ["a"]), {}, TypeError, "question must be a str, got NoneType"),
+    (ev.letter_prompt, ("q", ["a"] * 27), {}, ValueError, "takes at most 26 choices, got 27"),
+    (ev.correct_array, ([0, 2],), {}, ValueError, "correct must hold 0/1"),
+    (ev.correct_array, ([],), {}, ValueError, "correct must be a non-empty 1-D list"),
+    (ev.correct_array, ("abc",), {}, TypeError, "correct must hold 0/1 (or False/True) per item"),
+    (ev.paired_bootstrap, ([0, 1], [1]), {}, ValueError,
+     "correct_a and correct_b must score the same items, got 2 and 1 items"),
+    (ev.paired_bootstrap, ([0, 1], [1, 0]), {"n_resamples": 0}, ValueError,
+     "n_resamples must be >= 1, got 0"),
+    (ev.paired_bootstrap, ([0, 1], [1, 0]), {"confidence": 1.5}, ValueError,
+     "confidence must be a probability in [0, 1], got 1.5"),
+    (ev.word_ngrams, (None, 2), {}, TypeError, "text must be a str, got NoneType"),
+    (ev.word_ngrams, ("a b", 0), {}, ValueError, "n must be >= 1, got 0"),
+    (ev.word_ngrams, ("a b", 2.5), {}, TypeError, "n must be an integer, got float 2.5"),
+    (ev.contaminated, ("abc", ["x"]), {}, TypeError, "items must be a list of tokens, got the str"),
+    (ev.contaminated, (["a"], "corpus"), {}, TypeError, "corpus must be a list of texts, got one str"),
+    (ev.contaminated, (["a"], ["x"]), {"n": 0}, ValueError, "n must be >= 1, got 0"),
+    (ev.load_benchmark, ("mmlu",), {}, ValueError, "name must be one of ['arc_easy', 'arithmetic'"),
+    (ev.load_benchmark, (None,), {}, ValueError, "got None"),
+    (ev.load_benchmark, (3,), {}, ValueError, "got 3"),
+    (ev.chance_accuracy, ({},), {}, TypeError, "task must be a dict with a list of items"),
+    (ev.chance_accuracy, ({"items": []},), {}, ValueError, "task has no items"),
+    (ev.chance_accuracy, ({"items": [{"query": "q", "choices": [], "gold": 0}]},), {}, ValueError,
+     "choices is empty"),
+    (ev.item_requests, (EV_TASK, {"query": "q"}), {}, TypeError,
+     "item must be a dict with query, choices and gold"),
+    (ev.item_requests, (EV_TASK, EV_TASK["items"][0]), {"fewshot": True}, ValueError,
+     "ships no shots"),
+    (ev.item_requests, (EV_TASK, EV_TASK["items"][0]), {"letters": True}, ValueError,
+     "only ARC-Easy's items keep the bare question"),
+    (ev.item_requests, (EV_TASK, EV_TASK["items"][0]), {"reverse": "yes"}, TypeError,
+     "reverse must be True or False"),
+    (ev.load_stored_scores, ("gpt",), {}, ValueError,
+     "name must be one of ['smollm2', 'smollm2_lm_eval'], got 'gpt'"),
+    (ev.load_stored_scores, (None,), {}, ValueError, "got None"),
+    (ev.load_stored_scores, (1,), {}, ValueError, "got 1"),
 ]  # fmt: skip
 
 

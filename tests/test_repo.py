@@ -87,8 +87,10 @@ def test_make_test_runs_the_full_check_in_a_clean_clone():
     assert re.search(r"^TEST_TARGETS \?= check$", make, re.M)
     recipe = re.search(r"^test: .*\n\t(.*)$", make, re.M).group(1)
     assert "tools/dev/in_clean_clone.py" in recipe and "$(TEST_TARGETS)" in recipe, recipe
-    check = re.search(r"^check: (.*)$", make, re.M).group(1).split()
+    check = re.search(r"^CHECK_TIERS := (.*)$", make, re.M).group(1).split()
     assert {"lint", "unit", "notebooks"} <= set(check), check
+    recipe = re.search(r"^check: .*\n((?:\t.*\n)+)", make, re.M).group(1)
+    assert "for tier in $(CHECK_TIERS)" in recipe and "exit $$status" in recipe, recipe
 
 
 @pytest.mark.skipif(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.dev.start import choose, exercises
+from tools.dev.start import choose, exercises, wants_quiz
 
 ROOT = Path(__file__).resolve().parents[1]
 STEMS = exercises()
@@ -50,3 +50,31 @@ def test_make_start_copies_lecture_11_for_nb_11(tmp_path):
     again = subprocess.run([sys.executable, "tools/dev/start.py", "11"], cwd=clone,
                            capture_output=True, text=True)  # fmt: skip
     assert "already exists" in again.stdout
+
+
+@pytest.mark.parametrize("wanted", ["q14", "Q14", "q 14", "14_assistant_quiz", "quizzes/14_assistant_quiz.ipynb"])  # fmt: skip
+def test_a_quiz_by_q_and_number_or_by_name(wanted):
+    assert wants_quiz(wanted)
+    assert choose(wanted, exercises("quizzes")) == "14_assistant_quiz"
+
+
+def test_a_lecture_number_is_not_a_quiz_and_an_unknown_quiz_lists_the_quizzes():
+    assert not wants_quiz("14") and not wants_quiz("14_assistant")
+    with pytest.raises(SystemExit, match="no lecture") as info:
+        choose("q98", exercises("quizzes"))
+    assert "make start NB=q01   (01_softmax_quiz)" in str(info.value)
+
+
+def test_make_start_copies_a_quiz_and_a_refusal_has_no_make_error_line(tmp_path):
+    clone = tmp_path / "course"
+    subprocess.run(["git", "clone", "--quiet", "--shared", str(ROOT), str(clone)], check=True)
+    for rel in (("tools", "dev", "start.py"), ("Makefile",)):
+        clone.joinpath(*rel).write_bytes(ROOT.joinpath(*rel).read_bytes())
+    out = subprocess.run(["make", "-s", "start"], cwd=clone, capture_output=True, text=True,
+                         env={**__import__("os").environ, "NB": "q14"})  # fmt: skip
+    assert "my-work/14_assistant_quiz.ipynb" in out.stdout, out.stderr
+    copy = clone / "my-work" / "14_assistant_quiz.ipynb"
+    assert copy.read_bytes() == (ROOT / "quizzes" / "14_assistant_quiz.ipynb").read_bytes()
+    bad = subprocess.run(["make", "-s", "start"], cwd=clone, capture_output=True, text=True,
+                         env={**__import__("os").environ, "NB": "q98"})  # fmt: skip
+    assert "matches no lecture" in bad.stderr and "Error" not in bad.stderr

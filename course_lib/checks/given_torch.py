@@ -11,7 +11,14 @@ from torch import nn
 from ..models.transformer import TransformerTranslator
 from ..nn import DecoderLayer, EncoderLayer
 
-__all__ = ["make_layer", "scripted_model", "tiny_translator", "read_only_tensor", "exercise_model"]
+__all__ = [
+    "make_layer",
+    "scripted_model",
+    "tiny_translator",
+    "read_only_tensor",
+    "exercise_model",
+    "lm_tokenizer_512",
+]
 
 
 def make_layer(kind: str, d_model: int, num_heads: int, norm_first: bool, seed: int):
@@ -104,3 +111,10 @@ def exercise_model(**config: int) -> object:
     from .. import ModernConfig, ModernLM
 
     return ModernLM(ModernConfig(**config))
+
+
+def lm_tokenizer_512():
+    """A :class:`Built` factory: lecture 11's byte-level BPE tokenizer (512 tokens)."""
+    from ..data.language_modeling import lm_tokenizer
+
+    return lm_tokenizer(512)

@@ -36,6 +36,10 @@ PLATFORMS = {  # the wheel platform tags a typical machine of each kind accepts
     "macos": [f"macosx_{v}_0_{a}" for v in range(11, 16) for a in ("arm64", "universal2")],
     "windows": ["win_amd64"],
 }
+# Pins PyPI has no wheel of at all, only a source archive of pure Python (lm-eval's
+# dependencies): pip builds each into a wheel on any machine without a compiler, so they are
+# left out of the wheels-only dry run and listed apart.
+PURE_PYTHON_SDISTS = {"rouge-score", "sqlitedict", "word2number"}
 _MISSING = re.compile(r"(?:No matching distribution found for|satisfies the requirement) (\S+)")
 
 
@@ -107,6 +111,8 @@ def resolve(python: str, platform: str, index_url: str) -> tuple[bool, str]:
     """
     pins = pinned_requirements()
     versions = {_name(p.partition("==")[0]): p.partition("==")[2] for p in pins}
+    sdists = [p for p in pins if _name(p.partition("==")[0]) in PURE_PYTHON_SDISTS]
+    pins = [p for p in pins if p not in sdists]
     missing = []
     while True:
         code, stderr, report = _pip_dry_run(pins, python, platform, index_url)
@@ -122,7 +128,7 @@ def resolve(python: str, platform: str, index_url: str) -> tuple[bool, str]:
         missing.append(f"{pin} ({'needs Python ' + needs[0] if needs else 'no wheel'})")
         pins.remove(pin)
     loose = unpinned_dependencies(report, versions, python, platform)
-    detail = f"{len(report['install'])} wheels"
+    detail = f"{len(report['install'])} wheels + {len(sdists)} pure-Python sdists"
     if missing:
         detail = "no wheel: " + "; ".join(missing)
     if loose:

@@ -1204,6 +1204,10 @@ EXEMPT = {
     "course_lib.nn.norms.RMSNorm.extra_repr": "takes no argument (torch prints it)",
     "course_lib.nn.cache.KVCache.numel": "takes no argument",
     "course_lib.nn.cache.LayerKVCache": "takes no argument",
+    "course_lib.nn.cache.KVCache.crop": _INNER.format(
+        "speculative_generate, which crops its caches"
+    ),
+    "course_lib.nn.cache.LayerKVCache.crop": _INNER.format("KVCache.crop"),
     "course_lib.nn.attention.MultiHeadAttention.split_heads": _INNER.format("forward"),
     "course_lib.nn.attention.attend": _INNER.format("MultiHeadAttention.forward"),
     "course_lib.nn.residual.residual": _INNER.format("EncoderLayer/DecoderLayer.forward"),

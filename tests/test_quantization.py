@@ -86,19 +86,3 @@ def test_every_tensor_of_the_file_equals_gguf_bit_for_bit(smollm2_file):
         assert _same_bits(smollm2_file.tensor(name), reference), name
         kinds[fmt] = kinds.get(fmt, 0) + 1
     assert kinds == {"Q4_1": 210, "Q8_0": 1, "F32": 61}
-
-
-@pytest.mark.parametrize(
-    ("blocks", "fmt", "shape", "error", "fragment"),
-    [
-        (np.zeros(20, np.uint8), "Q5_K", (32,), ValueError, "fmt must be one of"),
-        (np.zeros(20, np.int8), "Q4_1", (32,), TypeError, "uint8"),
-        ([0] * 20, "Q4_1", (32,), TypeError, "uint8"),
-        (np.zeros(20, np.uint8), "Q4_1", (30,), ValueError, "multiple of 32"),
-        (np.zeros(20, np.uint8), "Q4_1", (64,), ValueError, "needs 2 blocks"),
-        (np.zeros(20, np.uint8), "Q4_1", None, TypeError, "shape must be"),
-    ],
-)
-def test_bad_input_is_refused_by_name(blocks, fmt, shape, error, fragment):
-    with pytest.raises(error, match=fragment):
-        dequantize(blocks, fmt, shape)

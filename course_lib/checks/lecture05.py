@@ -312,6 +312,8 @@ def check_same_after_layer_norm(student_fn, *, seed: int = 0) -> None:
         d = token.shape[0]
         given = f"for token {np.round(token, 3).tolist()}, mean {mean:.4g}, std {std:.4g}"
         try:
+            if isinstance(got, torch.Tensor):  # a torch answer (float32 included) is right too
+                got = got.detach().cpu().numpy()
             twin = np.array(got, dtype=np.float64).reshape(-1)
         except (TypeError, ValueError):
             raise ExerciseError(ex, f"{given}: expected {d} numbers, got {got!r:.80}.") from None

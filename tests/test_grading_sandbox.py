@@ -94,13 +94,13 @@ def test_the_sandbox_leaves_the_graders_session_keyring():
         "from tools.grading.grade_sandbox import _new_session_keyring\n"
         "def search():\n"
         "    return libc.syscall(L(nr['keyctl']), L(10), L(-3), b'user', b'grader-secret', L(0))\n"
-        "before = search()\n_new_session_keyring()\nprint(before > 0, search() > 0)\n"
+        "before = search()\n_new_session_keyring()\nprint(KEYS, before > 0, search() > 0)\n"
     )
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)  # fmt: skip
-    if r.returncode and "keyctl" in r.stderr + r.stdout:
-        pytest.skip(f"no keyrings here: {r.stderr.strip()[-200:]}")
-    assert r.stdout.split() == ["True", "False"], r.stdout + r.stderr
+    if r.stdout.split()[:1] == ["False"]:
+        pytest.skip("no keyrings here (keyctl refused, e.g. a container's seccomp profile)")
+    assert r.stdout.split() == ["True", "True", "False"], r.stdout + r.stderr
 
 
 # --- attack notebooks -------------------------------------------------------------------------
@@ -428,12 +428,10 @@ nr = {{"x86_64": {{"keyctl": 250, "add_key": 248}}, "aarch64": {{"keyctl": 219, 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 L = ctypes.c_long
-if libc.syscall(L(nr['keyctl']), L(1), b'grader-session') < 0:  # KEYCTL_JOIN_SESSION_KEYRING
-    sys.exit('keyctl: ' + os.strerror(ctypes.get_errno()))
 secret = {KEY_SECRET!r}.encode()
-if libc.syscall(L(nr['add_key']), b'user', b'grader-secret', secret, ctypes.c_size_t(len(secret)),
-                L(-3)) < 0:
-    sys.exit('add_key: ' + os.strerror(ctypes.get_errno()))
+KEYS = (libc.syscall(L(nr['keyctl']), L(1), b'grader-session') > 0  # KEYCTL_JOIN_SESSION_KEYRING
+        and libc.syscall(L(nr['add_key']), b'user', b'grader-secret', secret,
+                         ctypes.c_size_t(len(secret)), L(-3)) > 0)  # no keys here: grade anyway
 os.execv(sys.executable, [sys.executable, '-m', 'tools.grade', *sys.argv[1:]])
 """
 

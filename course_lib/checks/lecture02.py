@@ -215,8 +215,8 @@ def check_attends_elsewhere(student_fn, *, seed: int = 0) -> None:
             )
         elif arr[0] @ arr[1] <= arr[0] @ arr[0]:
             hint = (
-                "token 0's score with itself is |x_0|^2. To beat it, x_1 must point the same way "
-                "as x_0 and be LONGER: x_0 · x_1 > x_0 · x_0."
+                "token 0's score with itself is |x_0|^2. To beat it, x_1 must point partly the "
+                "same way as x_0, enough that x_0 · x_1 > x_0 · x_0 (along x_0 and longer, say)."
             )
         else:
             hint = (

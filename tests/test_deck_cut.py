@@ -19,7 +19,8 @@ import nbformat
 import pytest
 
 from tools.site.deck import LIMIT, deck_slides
-from tools.site.pages import figure_alt, label_figures, site_exporter
+from tools.site.pages import site_exporter
+from tools.site.rendering import figure_alt, label_figures
 
 ROOT = Path(__file__).resolve().parents[1]
 LECTURES = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))

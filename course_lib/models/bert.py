@@ -41,6 +41,7 @@ from .._validation import (
     read_checkpoint,
 )
 from ..configs import TinyBertConfig, current_names
+from ..data.pretraining import IGNORE_INDEX  # the label the MLM loss skips, defined once
 from ..nn import Encoder, eval_mode
 from ..tokenization import BPETokenizer
 
@@ -53,8 +54,6 @@ __all__ = [
     "load_tiny_bert",
     "fill_mask",
 ]
-
-IGNORE_INDEX = -100
 
 
 class TinyBert(nn.Module):

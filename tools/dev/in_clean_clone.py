@@ -86,6 +86,9 @@ def private_home(home: Path, env: dict[str, str] | None = None) -> dict[str, str
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):  # the usage is the module's docstring
+        print(__doc__)
+        return 0
     if not argv:
         print(__doc__.strip().splitlines()[0], file=sys.stderr)
         return 2

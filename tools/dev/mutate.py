@@ -194,6 +194,9 @@ def run(mutants: list[Mutant]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):  # the usage is the module's docstring
+        print(__doc__)
+        return 0
     chosen = [m for m in MUTANTS if not argv or any(a in m.name for a in argv)]
     survivors = run(chosen)
     print(f"{len(chosen)} mutants, {len(chosen) - len(survivors)} killed, "

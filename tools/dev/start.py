@@ -68,6 +68,9 @@ def _find(key: str, stems: list[str]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):  # the usage is the module's docstring
+        print(__doc__)
+        return 0
     if len(argv) != 1:
         print(USAGE, file=sys.stderr)
         return 2

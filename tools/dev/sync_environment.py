@@ -49,6 +49,9 @@ def render(pins: dict[str, str]) -> str:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):  # the usage is the module's docstring
+        print(__doc__)
+        return 0
     text = render(read_pins())
     target = ROOT / "environment.yml"
     if "--check" in argv:

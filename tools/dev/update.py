@@ -34,6 +34,9 @@ def lines(text: str) -> set[str]:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):  # the usage is the module's docstring
+        print(__doc__)
+        return 0
     if git("rev-parse", "--is-inside-work-tree", check=False).strip() != "true":
         raise SystemExit("not a git clone: download the course again to update it")
     upstream = git("rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{u}", check=False).strip()

@@ -58,6 +58,9 @@ def add_slide_metadata(nb: nbformat.NotebookNode) -> bool:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):  # the usage is the module's docstring
+        print(__doc__)
+        return 0
     check = "--check" in argv
     paths = [Path(a) for a in argv if a != "--check"] or sorted(
         (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")

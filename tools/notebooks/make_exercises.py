@@ -79,6 +79,9 @@ def render(nb: nbformat.NotebookNode) -> str:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):  # the usage is the module's docstring
+        print(__doc__)
+        return 0
     import nbformat
 
     try:

@@ -109,6 +109,9 @@ def render(nb: nbformat.NotebookNode) -> str:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):  # the usage is the module's docstring
+        print(__doc__)
+        return 0
     texts = {quiz.notebook_name: render(quiz_notebook(quiz)) for quiz in load_quizzes()}
     return sync_folder(QUIZ_NOTEBOOKS, texts, check="--check" in argv, make_target="quizzes")
 

@@ -101,6 +101,9 @@ def _text_only(out: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):  # the usage is the module's docstring
+        print(__doc__)
+        return 0
     if len(argv) == 1 and argv[0].endswith(".ipynb"):
         out = Path(argv[0])
         nb = nbformat.read(out, as_version=4)

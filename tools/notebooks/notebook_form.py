@@ -93,6 +93,9 @@ def sync_folder(folder: Path, texts: dict[str, str], *, check: bool, make_target
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):  # the usage is the module's docstring
+        print(__doc__)
+        return 0
     root = Path(__file__).resolve().parents[2]
     paths = [Path(a) for a in argv] or [
         p for folder in ("notebooks", "solutions") for p in sorted((root / folder).glob("*.ipynb"))

@@ -244,6 +244,9 @@ def build_lite(out: Path, log=print) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):  # the usage is the module's docstring
+        print(__doc__)
+        return 0
     out = Path(argv[0]) if argv else ROOT / "build" / "lite"
     build_lite(out)
     print(f"serve it over HTTP, e.g. `python -m http.server -d {out}`, and open /lab/index.html")

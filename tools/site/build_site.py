@@ -37,6 +37,9 @@ __all__ = ["EXTERNAL", "BrokenLinks", "build_site", "build_slides", "check_offli
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):  # the usage is the module's docstring
+        print(__doc__)
+        return 0
     solutions = "--no-solutions" not in argv
     lite = "--lite" in argv
     args = [a for a in argv if a not in ("--no-solutions", "--lite")]

@@ -25,18 +25,29 @@ import copy
 import html
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-from markdown_it import MarkdownIt
-from pygments import highlight
 from pygments.formatters import HtmlFormatter
-from pygments.lexers import PythonLexer
 
 from .links import ROOT
 from .offline_html import check_offline
-from .pages import executed, fresh_output, katex_head, label_figures, template, title_of
+from .quiz import load_quizzes, quiz_slides
+from .rendering import (
+    MARKDOWN,
+    MATH,
+    Part,
+    Slide,
+    code_html,
+    executed,
+    fresh_output,
+    katex_head,
+    label_figures,
+    markdown_html,
+    template,
+    text_lines,
+    title_of,
+)
 from .vendor import REVEAL, vendor
 
 __all__ = ["build_slides", "deck_slides", "render_deck"]
@@ -47,54 +58,14 @@ MAX_OUTPUT_LINES = 16
 MAX_CODE_LINES = 22  # a longer code cell is shown on several slides
 TABLE_ROWS = 5  # rows of a long table per slide
 
-_MD = MarkdownIt("commonmark", {"html": True}).enable("table")
-_MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+?\$|\\\(.+?\\\)|\\\[.+?\\\]", re.S)
-
-
-def markdown_html(text: str, inline: bool = False, md: MarkdownIt = _MD) -> str:
-    """Markdown to HTML with the TeX kept verbatim for KaTeX (``_`` in a formula is no emphasis)."""
-    stash: list[str] = []
-
-    def keep(m: re.Match) -> str:
-        stash.append(m.group(0))
-        return f"MATHPLACEHOLDER{len(stash) - 1}X"
-
-    protected = _MATH.sub(keep, text)
-    rendered = md.renderInline(protected) if inline else md.render(protected)
-    return re.sub(r"MATHPLACEHOLDER(\d+)X", lambda m: html.escape(stash[int(m.group(1))]), rendered)
-
-
-def _lines(text: str, width: int = 70) -> float:
-    """Rough height of ``text`` in lines of ``width`` characters."""
-    return sum(max(1, -(-len(line) // width)) for line in text.splitlines() or [""])
-
-
-@dataclass
-class Part:
-    html: str
-    weight: float  # estimated height, in lines of code
-
-
-@dataclass
-class Slide:
-    title: str  # the section's heading (HTML), repeated on continuation slides
-    level: int  # 1: title slide, 2: section, 3: sub-section
-    parts: list[Part] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    new_stack: bool = False  # opens a new column (a ## section) in reveal.js
-
-    @property
-    def weight(self) -> float:
-        return sum(p.weight for p in self.parts)
-
 
 def _blocks(source: str) -> list[tuple[str, str]]:
     """Top-level Markdown blocks as ``(kind, text)``: heading1/2/3, paragraph, list, quote, ..."""
     # Formulas out of the way of the Markdown parser, line for line (``|`` or ``-`` in TeX).
-    protected = _MATH.sub(lambda m: "\n".join(["MMM"] * (m.group(0).count("\n") + 1)), source)
+    protected = MATH.sub(lambda m: "\n".join(["MMM"] * (m.group(0).count("\n") + 1)), source)
     lines = source.splitlines()
     blocks = []
-    for tok in _MD.parse(protected):
+    for tok in MARKDOWN.parse(protected):
         if tok.level != 0 or tok.map is None or tok.nesting == -1:
             continue
         kind = {
@@ -115,7 +86,7 @@ def _table_parts(text: str) -> list[Part]:
     head, body = rows[:2], rows[2:]
 
     def weight(chunk: list[str]) -> float:
-        return sum(_lines(r, 110) for r in chunk) * 1.3
+        return sum(text_lines(r, 110) for r in chunk) * 1.3
 
     chunks: list[list[str]] = [[]]
     for row in body:  # at most TABLE_ROWS rows, fewer if long rows would not fit
@@ -139,11 +110,11 @@ def _list_items(text: str) -> list[str]:
     An ordered list keeps its numbering: item 3 becomes ``3. ...``, which renders as
     ``<ol start="3">``.
     """
-    protected = _MATH.sub(lambda m: "\n".join(["MMM"] * (m.group(0).count("\n") + 1)), text)
+    protected = MATH.sub(lambda m: "\n".join(["MMM"] * (m.group(0).count("\n") + 1)), text)
     lines = text.splitlines()
     items = [
         "\n".join(lines[tok.map[0] : tok.map[1]]).rstrip()
-        for tok in _MD.parse(protected)
+        for tok in MARKDOWN.parse(protected)
         if tok.type == "list_item_open" and tok.level == 1 and tok.map is not None
     ]
     return items or [text]
@@ -169,24 +140,20 @@ def _markdown_parts(kind: str, text: str) -> tuple[list[Part], str | None]:
             return [Part(markdown_html(text), 2.5 * max(1, text.count("\\\\") + 1))], None
         if len(text) > NOTE_CHARS:
             return [], markdown_html(text)
-        return [Part(markdown_html(text), _lines(text, 60) * 1.4 + 0.4)], None
+        return [Part(markdown_html(text), text_lines(text, 60) * 1.4 + 0.4)], None
     if kind == "table":
         return _table_parts(text), None
     if kind == "quote":
         return [
-            Part(markdown_html(piece), _lines(piece, 66) * 1.35 + 0.8)
+            Part(markdown_html(piece), text_lines(piece, 66) * 1.35 + 0.8)
             for piece in _quote_pieces(text)
         ], None
     if kind == "list":
         return [
-            Part(markdown_html(item), _lines(item, 60) * 1.4 + 0.4) for item in _list_items(text)
+            Part(markdown_html(item), text_lines(item, 60) * 1.4 + 0.4)
+            for item in _list_items(text)
         ], None
-    return [Part(markdown_html(text), _lines(text, 60) * 1.4 + 0.4)], None
-
-
-def _code_html(source: str) -> str:
-    code = highlight(source, PythonLexer(), HtmlFormatter(nowrap=True))
-    return f'<pre class="deck-code"><code>{code}</code></pre>'
+    return [Part(markdown_html(text), text_lines(text, 60) * 1.4 + 0.4)], None
 
 
 def _code_chunks(source: str, most: int = MAX_CODE_LINES) -> list[str]:
@@ -194,8 +161,8 @@ def _code_chunks(source: str, most: int = MAX_CODE_LINES) -> list[str]:
     lines = source.splitlines()
     chunks: list[list[str]] = [[]]
     for i, line in enumerate(lines):
-        shown = sum(_lines(x, 95) for x in chunks[-1])  # long lines wrap on the slide
-        if shown + _lines(line, 95) > most or (
+        shown = sum(text_lines(x, 95) for x in chunks[-1])  # long lines wrap on the slide
+        if shown + text_lines(line, 95) > most or (
             not line.strip()
             and len(chunks[-1]) > most // 2
             and i + 1 < len(lines)
@@ -216,13 +183,15 @@ def _text_output(text: str) -> list[Part]:
         lines = lines[:MAX_OUTPUT_LINES] + [f"… ({more} more lines in the lecture)"]
     pieces: list[list[str]] = [[]]
     for line in lines:
-        if pieces[-1] and (sum(_lines(x, 95) for x in pieces[-1]) + _lines(line, 95)) * 0.95 > (
-            LIMIT - 3
-        ):
+        if pieces[-1] and (
+            sum(text_lines(x, 95) for x in pieces[-1]) + text_lines(line, 95)
+        ) * 0.95 > (LIMIT - 3):
             pieces.append([])
         pieces[-1].append(line)
     return [
-        Part(f'<pre class="deck-out">{html.escape(chunk)}</pre>', _lines(chunk, 95) * 0.95 + 0.5)
+        Part(
+            f'<pre class="deck-out">{html.escape(chunk)}</pre>', text_lines(chunk, 95) * 0.95 + 0.5
+        )
         for chunk in ("\n".join(piece) for piece in pieces)
     ]
 
@@ -262,11 +231,11 @@ def _output_parts(outputs: list) -> list[Part]:
                 elif text.lstrip().startswith("```"):
                     code = re.sub(r"^```\w*\n|\n```\s*$", "", text.strip())
                     parts += [
-                        Part(_code_html(chunk), _lines(chunk, 95) * 0.95 + 0.6)
+                        Part(code_html(chunk), text_lines(chunk, 95) * 0.95 + 0.6)
                         for chunk in _code_chunks(code)
                     ]
                 else:
-                    parts.append(Part(markdown_html(text), _lines(text, 60) * 1.4))
+                    parts.append(Part(markdown_html(text), text_lines(text, 60) * 1.4))
             elif "text/html" in data:
                 parts.append(Part(f'<div class="deck-html">{data["text/html"]}</div>', 10))
             elif "text/plain" in data:
@@ -319,7 +288,7 @@ def deck_slides(nb: nbformat.NotebookNode) -> list[Slide]:
         elif cell.cell_type == "code":
             has_code = any('class="deck-code"' in p.html for p in current().parts)
             for i, chunk in enumerate(_code_chunks(cell.source)):
-                code = Part(_code_html(chunk), _lines(chunk, 95) * 0.95 + 0.6)
+                code = Part(code_html(chunk), text_lines(chunk, 95) * 0.95 + 0.6)
                 add(code, own_slide=has_code or i > 0)
             for part in _output_parts(cell.get("outputs", [])):
                 add(part, own_slide='class="deck-table"' in part.html)
@@ -362,8 +331,6 @@ def build_slides(
     is already there); None builds a standalone folder with its own ``_static``. Each deck
     ends with the lecture's quiz; ``solutions=False`` leaves its answers out of the notes.
     """
-    from .quiz import load_quizzes, quiz_slides
-
     quizzes = {q.lecture: q for q in load_quizzes()}
     out = Path(out)
     if static_dir is None:

@@ -42,6 +42,9 @@ def export_offline_html(nb: nbformat.NotebookNode) -> str:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):  # the usage is the module's docstring
+        print(__doc__)
+        return 0
     if len(argv) not in (2, 3) or (len(argv) == 3 and argv[2] != "--execute"):
         print(__doc__)
         return 2

@@ -8,11 +8,8 @@ is executed before it is rendered.
 
 from __future__ import annotations
 
-import copy
 import html
 import re
-import shutil
-from functools import cache
 from pathlib import Path
 
 import nbformat
@@ -20,8 +17,7 @@ from jinja2 import DictLoader
 from markdown_it import MarkdownIt
 from nbconvert import HTMLExporter
 
-from tools.notebooks.nbbuild import run_notebook
-
+from .deck import build_slides
 from .links import (
     MARKDOWN_PAGES,
     NOTEBOOK_DIRS,
@@ -33,42 +29,15 @@ from .links import (
     site_path,
 )
 from .offline_html import check_offline, offline_template
-from .vendor import KATEX, vendor
+from .quiz import load_quizzes, quiz_page, section_anchors, site_page
+from .rendering import executed, fresh_output, katex_head, label_figures, template, title_of
 
 __all__ = [
     "BROWSER_LABEL",
     "browser_link",
     "build_site",
-    "executed",
-    "figure_alt",
-    "fresh_output",
-    "katex_head",
-    "label_figures",
     "notebook_sources",
-    "template",
 ]
-
-TEMPLATES = Path(__file__).resolve().parent / "templates"
-
-
-@cache
-def template(name: str) -> str:
-    """The text of ``templates/NAME``."""
-    return (TEMPLATES / name).read_text(encoding="utf-8")
-
-
-def katex_head(static: str) -> str:
-    """The ``<head>`` lines that load KaTeX from ``static`` and typeset the page."""
-    return template("katex_head.html").replace("{{static}}", static)
-
-
-def title_of(nb: nbformat.NotebookNode, fallback: str) -> str:
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            m = re.search(r"^#\s+(.+)$", cell.source, re.M)
-            if m:
-                return m.group(1).strip()
-    return fallback
 
 
 def _nav(page: Path, prev_next: tuple[Path | None, Path | None], titles: dict, extra=()) -> str:
@@ -108,79 +77,8 @@ def render_markdown_page(source: Path, page: Path, static: str, extra_nav: str =
     )
 
 
-# A figure's title in the code that draws it: title="...", set_title("..."), suptitle("...").
-_FIGURE_TITLE = re.compile(r"""(?:\btitle\s*=\s*|set_title\(\s*|suptitle\(\s*)f?(["'])(.+?)\1""")
-
-
-def _plain(markdown: str) -> str:
-    """Markdown reduced to plain text for an alt attribute (TeX kept, markup dropped)."""
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown)  # [text](link) -> text
-    text = re.sub(r"^\s*(#+|>|[-*]|\d+\.)\s+", "", text, flags=re.M)
-    text = re.sub(r"[*`$]", "", text)  # emphasis, code and TeX delimiters
-    return " ".join(text.split())
-
-
-def figure_alt(source: str, before: str) -> str:
-    """An alt text for the figures a code cell draws: the titles its code gives them, else the
-    first sentence of the last paragraph of the Markdown cell ``before`` it."""
-    titles = [re.sub(r"\{[^}]*\}", "…", m.group(2)) for m in _FIGURE_TITLE.finditer(source)]
-    paragraphs = [p for p in re.split(r"\n\s*\n", before) if p.strip()]
-    sentence = _plain(paragraphs[-1]) if paragraphs else ""
-    sentence = re.split(r"(?<=[.!?:])\s", sentence, maxsplit=1)[0].rstrip(":")
-    text = "; ".join(dict.fromkeys(titles))
-    if not text or ("…" in text and sentence):  # a title filled in by the code says too little
-        text = f"{sentence} ({text})" if text else sentence
-    return f"Figure: {text[:240]}" if text else "Figure drawn by the code cell above"
-
-
-def label_figures(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Give every PNG output of ``nb`` an alt text (output metadata ``image/png.alt``), which
-    the site's template and the decks write into ``<img alt=...>``; returns ``nb``."""
-    before = ""
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            before = cell.source
-            continue
-        for out in cell.get("outputs", []):
-            if "image/png" in out.get("data", {}):
-                meta = out.setdefault("metadata", {})
-                meta.setdefault("image/png", {})["alt"] = figure_alt(cell.source, before)
-    return nb
-
-
-def needs_execution(nb: nbformat.NotebookNode) -> bool:
-    """True if the committed notebook leaves out outputs on purpose (``strip-output`` cells)."""
-    return any("strip-output" in c.metadata.get("tags", []) for c in nb.cells)
-
-
-_EXECUTED: dict[tuple[Path, int], nbformat.NotebookNode] = {}  # (path, mtime) -> executed copy
-
-
-def executed(source: Path, log=print) -> nbformat.NotebookNode:
-    """``source`` as committed, or run top to bottom if its outputs are partial (once a process)."""
-    nb = nbformat.read(source, as_version=4)
-    if not needs_execution(nb):
-        return nb
-    key = (source, source.stat().st_mtime_ns)
-    if key not in _EXECUTED:
-        log(f"executing {source.relative_to(ROOT)} (its committed outputs are partial)")
-        run_notebook(nb, source.parent)
-        _EXECUTED[key] = nb
-    return copy.deepcopy(_EXECUTED[key])
-
-
 def notebook_sources(folders=NOTEBOOK_DIRS) -> list[Path]:
     return [p for d in folders for p in sorted((ROOT / d).glob("[0-9][0-9]_*.ipynb"))]
-
-
-def fresh_output(out: Path) -> Path:
-    """Empty ``out``, create ``out/_static`` with KaTeX (site and decks both render maths)."""
-    if out.exists():
-        shutil.rmtree(out)
-    static_dir = out / "_static"
-    static_dir.mkdir(parents=True)
-    vendor(KATEX, static_dir)
-    return static_dir
 
 
 def site_exporter() -> HTMLExporter:
@@ -238,14 +136,10 @@ def build_site(
     pages = {site_path(p) for p in [*sources, *md_sources]}
     notebooks = {p: nbformat.read(p, as_version=4) for p in sources}
     titles = {site_path(p): title_of(nb, p.stem) for p, nb in notebooks.items()}
-    from .quiz import load_quizzes, quiz_page, section_anchors, site_page
-
     quizzes = {q.lecture: q for q in load_quizzes()}
     pages |= {site_page(q) for q in quizzes.values()}
     decks: set[Path] = set()
     if slides:
-        from .deck import build_slides  # the decks import the site's helpers
-
         built = build_slides(out / "slides", static_dir, solutions=solutions, log=log)
         decks = {Path("slides") / d for d in built}
     exporter = site_exporter()

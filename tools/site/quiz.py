@@ -20,6 +20,8 @@ from markdown_it import MarkdownIt
 from course_lib.quiz import Item, Quiz
 from course_lib.quiz import load_quizzes as load_quizzes
 
+from .rendering import Part, Slide, code_html, markdown_html, text_lines
+
 __all__ = ["load_quizzes", "quiz_page", "quiz_slides", "section_anchors", "site_page"]
 
 
@@ -41,8 +43,6 @@ _TEXT = MarkdownIt("commonmark", {"html": False})  # quiz text: "<bos>" is text,
 
 
 def _md(text: str, inline: bool = True) -> str:
-    from .deck import markdown_html
-
     return markdown_html(text, inline=inline, md=_TEXT)
 
 
@@ -130,10 +130,8 @@ def quiz_page(
     )
 
 
-def quiz_slides(quiz: Quiz, solutions: bool) -> list:
+def quiz_slides(quiz: Quiz, solutions: bool) -> list[Slide]:
     """The quiz as deck slides: a title slide, then one slide per item (answer in the notes)."""
-    from .deck import Part, Slide, _code_html, _lines
-
     slides = [
         Slide(
             "Check your understanding",
@@ -149,9 +147,9 @@ def quiz_slides(quiz: Quiz, solutions: bool) -> list:
         )
     ]
     for item in quiz.items:
-        parts = [Part(_md(item.question, inline=False), _lines(item.question, 60) * 1.4 + 0.4)]
+        parts = [Part(_md(item.question, inline=False), text_lines(item.question, 60) * 1.4 + 0.4)]
         if item.code:
-            parts.append(Part(_code_html(item.code), _lines(item.code, 95) * 0.95 + 0.6))
+            parts.append(Part(code_html(item.code), text_lines(item.code, 95) * 0.95 + 0.6))
         if item.choices:
             if item.kind == "output":
                 rows = "".join(
@@ -164,7 +162,7 @@ def quiz_slides(quiz: Quiz, solutions: bool) -> list:
                     f'<li><span class="quiz-letter">({c.letter})</span> {_md(c.text)}</li>'
                     for c in item.choices
                 )
-            weight = sum(_lines(c.text, 60) * 1.4 + 0.3 for c in item.choices)
+            weight = sum(text_lines(c.text, 60) * 1.4 + 0.3 for c in item.choices)
             parts.append(Part(f'<ul class="quiz-choices">{rows}</ul>', weight))
         else:
             unit = f" ({item.unit})" if item.unit else ""

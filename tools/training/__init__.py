@@ -1,7 +1,8 @@
 """Every script that makes a shipped checkpoint or corpus (``course_lib/data/``), deterministic
 (one thread, fixed seeds and steps), run as ``python -m tools.training.<script>``:
 
-* corpora: :mod:`.make_pretraining_corpus`, :mod:`.make_docstring_corpus`;
+* corpora and data sets: :mod:`.make_pretraining_corpus`, :mod:`.make_docstring_corpus`,
+  :mod:`.make_benchmark_set` (18);
 * checkpoints: :mod:`.train_tiny_bert` (08), :mod:`.train_mlm_head` (08),
   :mod:`.fine_tune_minilm` (12), :mod:`.train_gpt` (11), :mod:`.modern_ladder` (13),
   :mod:`.train_assistant` (14), :mod:`.train_rl` (17).

@@ -27,6 +27,7 @@ import importlib.metadata
 import importlib.util
 import json
 import random
+import sys
 from pathlib import Path
 
 from course_lib.evaluation import choice_requests, fewshot_prompt, letter_prompt
@@ -164,4 +165,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] in (["-h"], ["--help"]):  # the usage is the module's docstring
+        print(__doc__)
+    else:
+        main()

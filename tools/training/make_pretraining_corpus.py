@@ -108,4 +108,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] in (["-h"], ["--help"]):  # the usage is the module's docstring
+        print(__doc__)
+    else:
+        main()

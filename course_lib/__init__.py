@@ -18,6 +18,7 @@ from .bleu import *  # noqa: F403
 from .chunked_attention import *  # noqa: F403
 from .grouped_query import *  # noqa: F403
 from .head_patterns import *  # noqa: F403
+from .inference import *  # noqa: F403
 from .multihead import *  # noqa: F403
 from .positional import *  # noqa: F403
 from .reproducibility import *  # noqa: F403
@@ -32,6 +33,8 @@ _TORCH_MODULES = (
     "configs",
     "data.chat",
     "evaluation",
+    "inference.quantized_model",
+    "inference.speculative",
     "models.assistant",
     "models.bert",
     "models.dpo",

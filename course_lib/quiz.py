@@ -235,47 +235,98 @@ def load_quizzes(folder: Path = QUIZ_DIR) -> list[Quiz]:
     return [load_quiz(p) for p in sorted(folder.glob("[0-9][0-9]_*.toml"))]
 
 
+_LETTER = re.compile(r"[\s(\[{'\"*]*([a-eA-E])[\s)\]}.:,'\"*]*")  # b, (b), b., b), [b], **b**
+
+
+def _letter(answer) -> str | None:
+    """The letter a choice answer names, written any usual way, or None."""
+    if not isinstance(answer, str):
+        return None
+    m = _LETTER.fullmatch(answer)
+    return m.group(1).lower() if m else None
+
+
+def _as_number(answer) -> float | None:
+    """A numeric answer as a float: an int, a float, a Fraction or Decimal, a numpy scalar or 0-d
+    array, or a number written as text ("0.198", "1/512", "12 %"); None if it is none of these."""
+    import numbers
+    from decimal import Decimal
+    from fractions import Fraction
+
+    if isinstance(answer, bool):
+        return None
+    if isinstance(answer, numbers.Real | Decimal):
+        return float(answer)
+    if isinstance(answer, str):
+        text = answer.strip().rstrip("%").strip().replace(",", "").replace("_", "")
+        try:
+            return float(Fraction(text))
+        except (ValueError, ZeroDivisionError):
+            return None
+    try:
+        import numpy as np  # a numpy scalar or 0-d array is a number too
+
+        if isinstance(answer, np.generic | np.ndarray) and np.ndim(answer) == 0:
+            value = answer.item()
+            return (
+                None
+                if isinstance(value, bool) or not isinstance(value, int | float)
+                else float(value)
+            )
+    except ImportError:
+        pass
+    return None
+
+
+def _close(value: float, target: float, tolerance: float) -> bool:
+    return math.isfinite(value) and abs(value - target) <= tolerance
+
+
 def judge(item: Item, answer) -> tuple[bool, str]:
     """Is ``answer`` right for ``item``? ``(True, "")`` or ``(False, what is wrong and why)``.
 
-    A choice is a letter (any case, spaces ignored); a numeric answer a number (int, float or a
-    numpy scalar).
+    A choice is a letter in any usual spelling (``"b"``, ``"B"``, ``"(b)"``, ``"b."``, ``"b)"``);
+    a numeric answer a number: an int, a float, a Fraction, a Decimal, a numpy scalar, or the
+    number written as text (``"0.198"``, ``"1/512"``). A number right but on the other scale
+    (a fraction where the item asks for percent, or the reverse) is told so.
     """
     if not isinstance(item, Item):
         raise TypeError(f"item must be a quiz Item, got {type(item).__name__}")
     if item.kind == "numeric":
-        if isinstance(answer, bool) or not isinstance(answer, int | float):
-            try:
-                import numpy as np  # a numpy scalar or 0-d array is a number too
-
-                ok = isinstance(answer, np.generic | np.ndarray) and np.ndim(answer) == 0
-            except ImportError:
-                ok = False
-            if not ok:
-                return False, (
-                    f"expected a number, got {type(answer).__name__} {answer!r:.60}.\n"
-                    "Hint: write the number itself, e.g. answer = 0.25 (no quotes)."
-                )
-        value = float(answer)
-        if math.isfinite(value) and abs(value - item.answer) <= item.tolerance:
+        value = _as_number(answer)
+        if value is None:
+            return False, (
+                f"expected a number, got {type(answer).__name__} {answer!r:.60}.\n"
+                "Hint: write the number itself, e.g. answer = 0.25."
+            )
+        if _close(value, item.answer, item.tolerance):
             return True, ""
         for m in item.mistakes:
-            if math.isfinite(value) and abs(value - m.value) <= max(item.tolerance, 1e-12):
+            if _close(value, m.value, max(item.tolerance, 1e-12)):
                 return (
                     False,
                     f"you gave {value:g}. {m.why}\n(Section {item.section} of the lecture.)",
                 )
+        percent = item.unit in ("percent", "%")
+        for factor, said, applies in (
+            (100, "a fraction where the answer is in percent: multiply by 100", percent),
+            (0.01, "a percentage where the answer is a fraction between 0 and 1: divide by 100",
+             not percent and 0 < abs(item.answer) <= 1),
+        ):  # fmt: skip
+            if applies and _close(value * factor, item.answer, item.tolerance):
+                return False, f"you gave {value:g}: the right number on the wrong scale, {said}."
         return False, (
             f"you gave {value:g}, which is not it (nor a mistake we know).\n"
             f"Hint: section {item.section} of the lecture works it out."
         )
     letters = [c.letter for c in item.choices]
-    if not isinstance(answer, str) or answer.strip().lower() not in letters:
+    letter = _letter(answer)
+    if letter not in letters:
         return False, (
             f"expected one letter of {', '.join(letters)}, got {type(answer).__name__} "
             f'{answer!r:.60}.\nHint: write the letter as text, e.g. answer = "b".'
         )
-    chosen = item.choices[letters.index(answer.strip().lower())]
+    chosen = item.choices[letters.index(letter)]
     if chosen.right:
         return True, ""
     return False, (

@@ -19,6 +19,7 @@ from course_lib.bleu import bleu_statistics, compute_bleu, tokenize_for_bleu
 from course_lib.checks.quiz import check_quiz
 from course_lib.data import Batch, Vocab, generate_pairs, make_batch, word_tokens
 from course_lib.data.pretraining import mask_tokens, pair_input, truncate_pair
+from course_lib.inference import quantized_model, speculative
 from course_lib.models import translation_loss
 from course_lib.nn import FeedForward
 from course_lib.quiz import judge, load_quiz, load_quizzes, quiz_path
@@ -66,8 +67,17 @@ _MHA(torch.ones(2, 4, 8), torch.ones(2, 4, 8), torch.ones(2, 4, 8))
 MODULE_WEIGHTS = _MHA.attention_weights  # (batch=2, heads=2, 4, 4), not (layers, heads, 4, 4)
 EMPTY_FILE = os.devnull
 
+
 # (callable, args, kwargs, error type, message fragment[, target]): the format is described in
 # tests/test_bad_input_coverage.py, which also checks that every public callable has 3 rows.
+def _gpt(vocab: int = 11) -> nn.Module:
+    return C.GPT(C.GPTConfig(vocab_size=vocab, context_length=8, d_model=8, num_heads=2, num_layers=2))  # fmt: skip
+
+
+_Q1, _P1 = torch.full((1, 5), 0.2), torch.full((2, 5), 0.2)
+_ONE = torch.tensor([[1, 2]])
+
+
 CASES = [
     # softmax
     (C.softmax, (nan,), {}, ValueError, "x contains nan"),
@@ -674,6 +684,100 @@ CASES = [
     (quiz_path, ("1",), {}, ValueError, "lecture must look like '01' or '01_softmax', got '1'"),
     (quiz_path, (1,), {}, ValueError, "got 1"),
     (quiz_path, ("99",), {}, FileNotFoundError, "lecture '99': expected one quiz file"),
+    # lecture 15: quantisation, the KV cache's memory
+    (C.quantize, (np.ones((2, 30)), "Q8_0"), {}, ValueError,
+     "x: the block size 32 does not divide the row length 30"),
+    (C.quantize, (np.ones((2, 32)), "Q5_K"), {}, ValueError,
+     "fmt must be one of ['Q4_0', 'Q4_1', 'Q8_0'], got 'Q5_K'"),
+    (C.quantize, (np.full((1, 32), np.nan), "Q4_0"), {}, ValueError, "x contains nan or inf"),
+    (C.dequantize, (np.zeros(34, dtype=np.uint8), "Q8_0", (2, 32)), {}, ValueError,
+     "blocks holds 34 bytes; Q8_0 of shape (2, 32) needs 2 blocks x 34 bytes = 68"),
+    (C.dequantize, (np.zeros(34), "Q8_0", (32,)), {}, TypeError,
+     "blocks must be a uint8 numpy array (the file's bytes), got float64 array"),
+    (C.dequantize, (np.zeros(34, dtype=np.uint8), "Q8_0", (34,)), {}, ValueError,
+     "shape: the block size 32 does not divide the row length 34"),
+    (C.dequantize, (np.zeros(34, dtype=np.uint8), "Q8_0", "32"), {}, TypeError,
+     "shape must be a tuple of ints"),
+    (C.bits_per_weight, ("Q3",), {}, ValueError, "fmt must be one of ['Q4_0', 'Q4_1', 'Q8_0'], got 'Q3'"),
+    (C.bits_per_weight, (None,), {}, ValueError, "got None"),
+    (C.bits_per_weight, ("q8_0",), {}, ValueError, "got 'q8_0'"),
+    (C.int8_quantize, (np.ones(4),), {}, ValueError,
+     "w must be a 2-D weight matrix (out_features, in_features), got (4,)"),
+    (C.int8_quantize, (np.array([[1.0, np.inf]]),), {}, ValueError, "w contains nan or inf"),
+    (C.int8_quantize, (np.ones((2, 2)), "yes"), {}, TypeError, "per_channel must be True or False"),
+    (C.int8_dequantize, (np.ones((2, 2)), np.ones((2, 1))), {}, TypeError,
+     "q must be a 2-D int8 numpy array (out, in), got float64 array of shape (2, 2)"),
+    (C.int8_dequantize, (np.ones((2, 2), dtype=np.int8), np.ones((3, 1))), {}, ValueError,
+     "scale must have shape (2, 1) (per channel) or (1, 1) (per tensor) for q of shape (2, 2), got (3, 1)"),
+    (C.int8_dequantize, (np.ones((2, 2), dtype=np.int8), np.array([[np.nan], [1.0]])), {},
+     ValueError, "scale contains nan or inf"),
+    (C.nf4_levels, (1.5,), {}, ValueError, "offset must be in (0.5, 1)"),
+    (C.nf4_levels, ("a",), {}, TypeError, "offset must be a number in (0.5, 1), got str"),
+    (C.nf4_levels, (0.5,), {}, ValueError, "offset must be in (0.5, 1) (a probability above the median), got 0.5"),
+    (C.nf4_quantize, (np.ones(100),), {}, ValueError,
+     "block_size: 64 must be even and divide the number of weights 100"),
+    (C.nf4_quantize, (np.ones(64), 0), {}, ValueError, "block_size must be >= 1, got 0"),
+    (C.nf4_quantize, (np.full(64, np.nan),), {}, ValueError, "w contains nan or inf"),
+    (C.nf4_dequantize, (np.zeros(32), np.ones(1), (64,)), {}, TypeError,
+     "packed must be a uint8 numpy array, got float64 array"),
+    (C.nf4_dequantize, (np.zeros((32, 1), dtype=np.uint8), np.ones(2), (64,)), {}, ValueError,
+     "packed (32 bytes) and absmax (2 blocks of 64) do not hold the 64 weights of shape (64,)"),
+    (C.nf4_dequantize, (np.zeros((32, 1), dtype=np.uint8), np.ones(1), 64), {}, TypeError,
+     "shape must be a tuple of ints >= 1, got 64"),
+    (C.kv_cache_bytes_per_token, ({"num_hidden_layers": 0, "num_attention_heads": 4, "hidden_size": 8},),
+     {}, ValueError, "config.num_hidden_layers must be >= 1, got 0"),
+    (C.kv_cache_bytes_per_token, ({"num_hidden_layers": 2, "num_attention_heads": 4},), {},
+     TypeError, "config.hidden_size must be an integer, got NoneType"),
+    (C.kv_cache_bytes_per_token, ({"num_hidden_layers": 2, "kv_lora_rank": 512},), {}, TypeError,
+     "config.qk_rope_head_dim must be an integer, got NoneType"),
+    (C.kv_cache_bytes_per_token, ([1, 2],), {}, TypeError,
+     "config must be a mapping (or a transformers config) with num_hidden_layers, got list"),
+    # lecture 15: quantised models, speculative decoding
+    (quantized_model.Int8Linear.from_linear, (nn.Conv1d(2, 2, 1),), {}, TypeError,
+     "linear must be a Linear, got Conv1d", quantized_model.Int8Linear),
+    (quantized_model.Int8Linear.from_linear, (nn.Linear(2, 2), "no"), {}, TypeError,
+     "per_channel must be True or False", quantized_model.Int8Linear),
+    (lambda: quantized_model.Int8Linear.from_linear(nn.Linear(2, 3))(torch.ones(4, 5)), (), {},
+     ValueError, "x must end with in_features=2, got (4, 5)", quantized_model.Int8Linear),
+    (quantized_model.roundtrip, (np.ones((2, 32)), "Q9"), {}, ValueError, "fmt must be one of"),
+    (quantized_model.roundtrip, (np.ones((2, 30)), "Q8_0"), {}, ValueError,
+     "the block size 32 does not divide the row length 30"),
+    (quantized_model.roundtrip, (np.full((2, 32), np.nan), "int8"), {}, ValueError,
+     "w contains nan or inf"),
+    (quantized_model.quantize_weights, (None, "Q8_0"), {}, TypeError,
+     "model must be a torch.nn.Module, got NoneType"),
+    (quantized_model.quantize_weights, (nn.Linear(32, 2), "Q2"), {}, ValueError,
+     "fmt must be one of"),
+    (quantized_model.quantize_weights, (nn.Linear(32, 2), "Q8_0", "yes"), {}, TypeError,
+     "embeddings must be True or False"),
+    (quantized_model.weight_bytes, (None, "Q8_0"), {}, TypeError,
+     "model must be a torch.nn.Module, got NoneType"),
+    (quantized_model.weight_bytes, (nn.Linear(32, 2), "int4"), {}, ValueError, "got 'int4'"),
+    (quantized_model.weight_bytes, (nn.Linear(32, 2), "NF4", 1), {}, TypeError,
+     "embeddings must be True or False"),
+    (speculative.speculative_accept, (torch.tensor([1]), _P1, _P1), {}, ValueError,
+     "draft_tokens must be (k,) with k >= 1, q (k, vocab) and p (k + 1, vocab); got (1,), (2, 5), (2, 5)"),
+    (speculative.speculative_accept, (torch.tensor([1.0]), _Q1, _P1), {}, TypeError,
+     "draft_tokens must be a torch.long tensor (k,)"),
+    (speculative.speculative_accept, (torch.tensor([7]), _Q1, _P1), {}, ValueError,
+     "draft_tokens must be ids in [0, vocab=5)"),
+    (speculative.speculative_accept, (torch.tensor([1]), _Q1.long(), _P1), {}, TypeError,
+     "q must be a 2-D float tensor of probabilities"),
+    (speculative.speculative_generate, (_gpt(), _gpt(), _ONE, 3), {"num_draft_tokens": 0},
+     ValueError, "num_draft_tokens must be >= 1, got 0"),
+    (speculative.speculative_generate, (_gpt(), _gpt(13), _ONE, 3), {}, ValueError,
+     "draft: its vocabulary has 13 tokens, the target's 11"),
+    (speculative.speculative_generate, (_gpt(), _gpt(), _ONE.repeat(2, 1), 3), {}, ValueError,
+     "ids must be one prompt (1, n), got shape (2, 2)"),
+    (speculative.speculative_generate, (_gpt(), _gpt(), _ONE, 7), {}, ValueError,
+     "max_new_tokens: the prompt (2) + max_new_tokens (7) = 9 tokens do not fit the context_length 8"),
+    (speculative.speculative_generate, (_gpt(), nn.Linear(2, 2), _ONE, 3), {}, TypeError,
+     "draft must be a language model with a context_length"),
+    (speculative.early_exit_draft, (nn.Linear(2, 2), 1), {}, TypeError,
+     "model must be a GPT or ModernLM (a config with num_layers), got Linear"),
+    (speculative.early_exit_draft, (_gpt(), 0), {}, ValueError, "num_layers must be >= 1, got 0"),
+    (speculative.early_exit_draft, (_gpt(), 3), {}, ValueError,
+     "num_layers must be <= the model's 2, got 3"),
 ]  # fmt: skip
 
 

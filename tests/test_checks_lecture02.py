@@ -200,9 +200,9 @@ def test_attends_elsewhere_accepts_every_right_answer(fn, seed, capsys):
     [
         (
             lambda x0, s: np.array([x0, [-x0[1], x0[0]], [0, 0]]),
-            "point the same way as x_0 and be LONGER",
+            "enough that x_0 · x_1 > x_0 · x_0",
         ),
-        (lambda x0, s: np.array([x0, -5 * x0, [0, 0]]), "must point the same way"),
+        (lambda x0, s: np.array([x0, -5 * x0, [0, 0]]), "must point partly the same way"),
         (lambda x0, s: np.array([x0, x0, [0, 0]]), "two equal tokens"),
         (lambda x0, s: np.array([x0, 1.5 * x0, [0, 0]]), "not by enough"),
         (

@@ -198,3 +198,19 @@ def test_head_roles_a_fixed_answer_fails_on_hidden_models():
         check_head_roles(lambda a: ((1, 1), (1, 0)), seed=5)  # ... but not the hidden ones
     with pytest.raises(ExerciseError, match="expected a pair"):
         check_head_roles(lambda a: "1,1")
+
+
+def _find_heads_from_share(a):  # "use your 9.1 and 9.2 functions": 9.2 adds [CLS] and [SEP]
+    prev, share = prev_diagonal(a), (a[..., 0] + a[..., -1]).mean(axis=-1)
+    return (tuple(int(x) for x in np.unravel_index(prev.argmax(), prev.shape)),
+            tuple(int(x) for x in np.unravel_index(share.argmax(), share.shape)))  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+@pytest.mark.parametrize("fn", [_find_heads_from_share])
+def test_head_roles_names_the_mistake_of_the_9_2_share_in_the_notebook_too(fn, seed):
+    """The audit's F15: this answer got a ✅ in the notebook (0.864 against 0.862 on the
+    visible model) and failed 173 of 200 hidden models. The [SEP] head is now the sharper sink
+    on every model, so it fails in the notebook too, with the hint that names [SEP]."""
+    with pytest.raises(ExerciseError, match=r"LAST token, \[SEP\]"):
+        check_head_roles(fn, seed=seed)

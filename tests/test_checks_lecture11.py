@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from course_lib.checks import ExerciseError
 from course_lib.checks.lecture11 import (
+    check_diagnose_sampler,
     check_kv_cache_numbers,
     check_next_token_loss,
     check_top_p_keep,
@@ -237,3 +238,81 @@ def test_kv_cache_numbers_names_the_mistake(fn, hint):
     assert not re.search(r"expected \d", str(err.value))  # too low / too high, never the answer
     with pytest.raises(ExerciseError, match=STUB_MESSAGE):
         check_kv_cache_numbers(stub)
+
+
+# --- 11.4 (diagnose a broken sampler from its outputs) -----------------------------------------
+
+
+def diagnose_one_probe(keep):  # one probe on which the five filters all differ (worked by hand)
+    table = {(0, 1, 0): "ok", (0, 0, 0): "drops_crossing", (1, 1, 1): "ascending",
+             (0, 1, 1): "ignores_p", (1, 1, 0): "unsorted"}  # fmt: skip
+    return table[tuple(int(k) for k in keep(np.array([0.1, 0.6, 0.3]), 0.5))]
+
+
+def diagnose_by_questions(keep):  # written differently: one question per fault
+    if keep(np.array([0.5, 0.3, 0.2]), 0.01).sum() == 2:
+        return "ignores_p"  # a tiny p still keeps two tokens
+    if not keep(np.array([0.9, 0.1]), 0.5).any():
+        return "drops_crossing"  # the one token that crosses p is dropped
+    m = keep(np.array([0.2, 0.7, 0.1]), 0.25)
+    return {(False, True, False): "ok", (True, False, True): "ascending"}.get(
+        tuple(bool(x) for x in m), "unsorted"
+    )
+
+
+def test_the_five_filters_keep_what_the_exercise_says():
+    from course_lib.checks.given import sampler_keeps
+
+    probs = np.array([0.1, 0.6, 0.3])  # sorted down: 0.6, 0.3, 0.1; p = 0.5
+    expected = {"ok": [0, 1, 0], "drops_crossing": [0, 0, 0], "ascending": [1, 1, 1],
+                "ignores_p": [0, 1, 1], "unsorted": [1, 1, 0]}  # fmt: skip
+    for fault, mask in expected.items():
+        assert sampler_keeps(fault, probs, 0.5).astype(int).tolist() == mask, fault
+    assert sampler_keeps("ok", probs, 0.5).tolist() == top_p_keep_reference(probs, 0.5)
+
+
+def top_p_keep_reference(probs, p):  # the lecture's top_p_filter, as a mask
+    import torch
+
+    from course_lib.models.generation import top_p_filter
+
+    logits = torch.log(torch.tensor(probs))[None]
+    return torch.isfinite(top_p_filter(logits, p))[0].tolist()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 123])
+@pytest.mark.parametrize("fn", [diagnose_one_probe, diagnose_by_questions])
+def test_diagnose_sampler_passes_right_answers(fn, seed, capsys):
+    check_diagnose_sampler(fn, seed=seed)
+    assert "✅ Exercise 11.4 passed" in capsys.readouterr().out
+
+
+def diagnose_ascending_missed(keep):  # a probe too easy: ascending and unsorted look alike
+    m = keep(np.array([0.1, 0.9]), 0.5)
+    if keep(np.array([0.5, 0.3, 0.2]), 0.01).sum() == 2:
+        return "ignores_p"
+    if not m.any():
+        return "drops_crossing"
+    return "unsorted" if m[0] else "ok"
+
+
+@pytest.mark.parametrize(
+    ("fn", "hint"),
+    [(lambda keep: "ok", "a sampler that is 'ok' keeps"),
+     (diagnose_ascending_missed, "a sampler that is 'unsorted' keeps"),
+     (lambda keep: "sorted", "expected one of ok, drops_crossing"),
+     (lambda keep: 3, "return the name of the fault")],
+)  # fmt: skip
+def test_diagnose_sampler_wrong_diagnoses_get_evidence_not_the_answer(fn, hint):
+    with pytest.raises(ExerciseError, match=hint) as err:
+        check_diagnose_sampler(fn)
+    assert "this one keeps" in str(err.value) or "expected one of" in str(err.value)
+
+
+def test_diagnose_sampler_gets_a_sampler_object_not_its_name():
+    from course_lib.checks.given import mystery_sampler
+
+    sampler = mystery_sampler("unsorted")
+    assert "unsorted" not in repr(sampler) and sampler([0.5, 0.5], 0.4).tolist() == [True, False]
+    with pytest.raises(ValueError, match="fault must be one of"):
+        mystery_sampler("random")

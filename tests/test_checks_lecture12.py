@@ -130,48 +130,100 @@ def test_head_loss_mistakes_get_their_hint(fn, hint):
     assert hint in str(err.value)
 
 
-def best_good(sweep):
+def best_good(sweep, n_validation):  # the one-standard-error rule, written out
+    best = max(r["validation"] for r in sweep)
+    se = (best * (1 - best) / n_validation) ** 0.5
+    near = [r for r in sweep if r["validation"] >= best - se]
+    row = min(near, key=lambda r: (r["epoch"], r["lr"]))
+    return row["lr"], row["epoch"]
+
+
+def best_good_sorted(sweep, n_validation):  # written differently: sort, numpy, a loop
+    rows = sorted(sweep, key=lambda r: (r["epoch"], r["lr"]))
+    a = np.array([r["validation"] for r in sweep]).max()
+    for r in rows:
+        if a - r["validation"] <= np.sqrt(a * (1 - a) / n_validation):
+            return [r["lr"], np.int64(r["epoch"])]
+
+
+def best_strict(sweep, n_validation):  # the old answer: the strict best of one noisy sample
     row = max(sweep, key=lambda r: r["validation"])
     return row["lr"], row["epoch"]
 
 
-def best_good_sorted(sweep):
-    row = sorted(sweep, key=lambda r: -r["validation"])[0]
-    return [row["lr"], np.int64(row["epoch"])]
-
-
-def best_by_loss(sweep):
+def best_by_loss(sweep, n_validation):
     row = min(sweep, key=lambda r: r["loss"])
     return row["lr"], row["epoch"]
 
 
-def best_value_only(sweep):
+def best_two_se(sweep, n_validation):  # a band twice too wide
+    return best_good(sweep, n_validation / 4)
+
+
+def best_lr_first(sweep, n_validation):  # the ties in the wrong order
+    best = max(r["validation"] for r in sweep)
+    se = (best * (1 - best) / n_validation) ** 0.5
+    row = min(
+        (r for r in sweep if r["validation"] >= best - se), key=lambda r: (r["lr"], r["epoch"])
+    )
+    return row["lr"], row["epoch"]
+
+
+def best_value_only(sweep, n_validation):
     return max(r["validation"] for r in sweep)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 5])
+PREDICTED = (False, False)  # on the shipped sweep neither the largest rate nor the last epoch wins
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 5])
 @pytest.mark.parametrize("fn", [best_good, best_good_sorted])
 def test_best_setting_right_answers_pass(fn, seed):
-    check_best_setting(fn, seed=seed)
+    check_best_setting(fn, *PREDICTED, seed=seed)
 
 
-def test_best_setting_on_the_shipped_sweep():
-    from course_lib.checks.lecture12 import shipped_sweep
+def test_best_setting_on_the_shipped_sweep_is_not_the_strict_best():
+    from course_lib.checks.lecture12 import N_VALIDATION, one_standard_error_choice, shipped_sweep
 
     rows = shipped_sweep()
     assert {"lr", "epoch", "validation", "loss"} <= set(rows[0])
-    check_best_setting(best_good)
+    # worked by hand: best 0.703 (lr 1e-4, epoch 7); se = sqrt(0.703 * 0.297 / 192) = 0.033;
+    # the band starts at 0.670; the first epoch with a row in it is 2 (lr 3e-4: 0.677)
+    assert one_standard_error_choice(rows, N_VALIDATION) == (3e-4, 2)
+    assert best_strict(rows, N_VALIDATION) == (1e-4, 7)
 
 
 @pytest.mark.parametrize(
     "fn, hint",
-    [(best_by_loss, "lowest training loss"), (best_value_only, "pair"),
-     (lambda s: (9.0, 1), "not a row"), (stub, "NotImplementedError")],
+    [(best_strict, "strict best of one noisy measurement"), (best_by_loss, "lowest training loss"),
+     (best_two_se, "wider than one standard error"), (best_value_only, "pair"),
+     (lambda s, n: (9.0, 1), "not a row"), (stub, "NotImplementedError")],
 )  # fmt: skip
 def test_best_setting_mistakes_get_their_hint(fn, hint):
     with pytest.raises(ExerciseError) as err:
-        check_best_setting(fn, seed=1)
+        check_best_setting(fn, *PREDICTED)
     assert hint in str(err.value)
+
+
+def test_best_setting_names_the_order_of_the_ties_on_hidden_sweeps():
+    failed = 0
+    for seed in range(1, 40):
+        try:
+            check_best_setting(best_lr_first, *PREDICTED, seed=seed)
+        except ExerciseError as err:
+            failed += 1
+            assert "fewer epochs" in str(err) or "smallest learning rate" in str(err)
+    assert failed > 5
+
+
+@pytest.mark.parametrize(
+    "predicted, hint",
+    [((True, False), "not at the largest learning rate"), ((False, True), "not at the last epoch"),
+     ((None, False), "BEFORE you look"), (("no", False), "True or False")],
+)  # fmt: skip
+def test_best_setting_grades_the_predictions_written_first(predicted, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_best_setting(best_good, *predicted)
 
 
 def paired_good(a, b, y):

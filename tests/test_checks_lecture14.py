@@ -13,6 +13,7 @@ from course_lib.checks import ExerciseError
 from course_lib.checks.lecture14 import (
     check_accuracy,
     check_dpo_losses,
+    check_lora_break_even,
     check_lora_forward,
     check_response_mask,
 )
@@ -95,7 +96,7 @@ WRONG = [
     (check_response_mask, mask_without_end, "learn to STOP"),
     (check_response_mask, lambda ids: [True] * len(ids), "marks every token"),
     (check_response_mask, lambda ids: None, "expected a list"),
-    (check_lora_forward, lambda x, W, b, A, B, a: x @ W.T + b + a * x @ A.T @ B.T, "issue #821"),
+    (check_lora_forward, lambda x, W, b, A, B, a: x @ W.T + b + a * x @ A.T @ B.T, "PR #823"),
     (check_lora_forward, lambda x, W, b, A, B, a: x @ W.T + b + x @ A.T @ B.T, "you left it out"),
     (check_lora_forward, lambda x, W, b, A, B, a: x @ W.T + b + A.shape[0] / a * x @ A.T @ B.T,
      "not r / alpha"),
@@ -141,3 +142,60 @@ def test_accuracy_right_and_wrong(capsys):
         check_accuracy(lambda *a: 100 * accuracy_answer(*a), seed=0)
     with pytest.raises(ExerciseError, match="expected a number"):
         check_accuracy(lambda *a: "0.5", seed=0)
+
+
+# --- 14.5 (predict, then measure: where LoRA stops saving parameters) ----------------------------
+
+
+def break_even_formula(out_f, in_f):
+    return math.ceil((out_f * in_f + out_f) / (in_f + out_f))
+
+
+def break_even_measured(out_f, in_f):  # written differently: count LoRALinear's trainable numbers
+    from course_lib.models.lora import LoRALinear
+
+    full = out_f * in_f + out_f
+    r = 1
+    while r * (in_f + out_f) < full:
+        r += 1
+    if out_f * in_f <= 10_000:  # build it only when small: counting is what is being measured
+        layer = LoRALinear(torch.nn.Linear(in_f, out_f), r, 1.0)
+        assert sum(p.numel() for p in layer.parameters() if p.requires_grad) >= full
+    return r
+
+
+def test_lora_break_even_against_torch_parameter_counts():
+    """The reference: LoRALinear's trainable parameters at r reach the layer's, at r - 1 not."""
+    from course_lib.checks.lecture14 import lora_break_even
+    from course_lib.models.lora import LoRALinear
+
+    for out_f, in_f in ((128, 128), (3072, 768), (7, 13), (1, 5)):
+        r = lora_break_even(out_f, in_f)
+        full = sum(p.numel() for p in torch.nn.Linear(in_f, out_f).parameters())
+
+        def trained(rank, out_f=out_f, in_f=in_f):
+            layer = LoRALinear(torch.nn.Linear(in_f, out_f), rank, 1.0)
+            return sum(p.numel() for p in layer.parameters() if p.requires_grad)
+
+        assert trained(r) >= full and (r == 1 or trained(r - 1) < full), (out_f, in_f)
+    assert lora_break_even(128, 128) == 65  # by hand: (16,384 + 128) / 256 = 64.5
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+@pytest.mark.parametrize("fn", [break_even_formula, break_even_measured])
+def test_lora_break_even_passes_right_answers(fn, seed, capsys):
+    check_lora_break_even(fn, seed=seed)
+    assert "✅ Exercise 14.5 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("fn", "hint"),
+    [(lambda o, i: (o * i + o) // (i + o), "round UP"),
+     (lambda o, i: min(o, i), "low-rank"),
+     (lambda o, i: math.ceil(o * i / (i + o)), "bias, out numbers"),
+     (lambda o, i: math.ceil((o * i + o) / i), "AND B"),
+     (lambda o, i: float(break_even_formula(o, i)), "a Python int")],
+)  # fmt: skip
+def test_lora_break_even_names_the_mistake(fn, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_lora_break_even(fn)

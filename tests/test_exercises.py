@@ -172,6 +172,7 @@ def test_class_grading_writes_one_csv_row_per_notebook(tmp_path):
     assert [rows["01_softmax_bob.ipynb"][k] for k in marks] == ["fail"] * 4 + ["0", "4"]
     assert "NotImplementedError" in rows["01_softmax_bob.ipynb"]["reasons"]
     assert "not gradable" in rows["01_softmax_eve.ipynb"]["error"]
+    assert rows["01_softmax_bob.ipynb"]["hidden seed"].isdigit()  # any verdict reproducible
 
 
 @pytest.mark.slow

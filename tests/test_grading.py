@@ -8,13 +8,18 @@ run must fail every exercise too.
 
 from __future__ import annotations
 
+import base64
 import copy
 import csv
+import functools
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
+import threading
+import warnings
 from pathlib import Path
 
 import nbformat
@@ -100,6 +105,107 @@ def test_objects_cross_as_inert_stand_ins_and_checks_may_only_send_recipes():
     assert copy_.random() == gen.random()
 
 
+@functools.cache
+def _scalar_forms() -> dict:
+    """Every numpy and torch form a scalar answer takes (issue 40: a 0-d array became shape (1,))."""
+    w = torch.tensor([0.5, -1.0], requires_grad=True)
+    loss = (w**2).sum()
+    with warnings.catch_warnings():  # torch's __array__ predates numpy 2's copy keyword
+        warnings.simplefilter("ignore", DeprecationWarning)
+        as_array = np.array(loss.detach())
+    forms = {
+        "np.array(0.8808)": np.array(0.8808),
+        "np.array(3)": np.array(3),
+        "np.array(True)": np.array(True),
+        "np.array(1+2j)": np.array(1 + 2j),
+        "0-d float32": np.array(0.25, dtype=np.float32),
+        "0-d view": np.arange(4.0)[2, ...],
+        "np.float64": np.float64(0.8808),
+        "np.float32": np.float32(0.8808),
+        "np.float16": np.float16(0.5),
+        "np.int64": np.int64(3),
+        "np.int8": np.int8(-3),
+        "np.uint16": np.uint16(7),
+        "np.bool_": np.bool_(True),
+        "np.complex64": np.complex64(1 - 1j),
+        "loss.numpy()": loss.detach().numpy(),
+        "np.array(loss)": as_array,
+        "np.asarray(loss.item())": np.asarray(loss.item()),
+        "loss.item()": loss.item(),
+        "loss (requires grad)": loss,
+        "loss.detach()": loss.detach(),
+        "torch.tensor(3)": torch.tensor(3),
+        "torch.tensor(True)": torch.tensor(True),
+        "torch float16": torch.tensor(0.5, dtype=torch.float16),
+        "torch float64": torch.tensor(0.8808, dtype=torch.float64),
+    }
+    for name in list(forms):  # and each in a list and a tuple, as answers are returned
+        forms[f"[{name}]"] = [forms[name]]
+    return forms
+
+
+@pytest.mark.parametrize("name", list(_scalar_forms()))
+def test_every_scalar_form_crosses_unchanged(name):
+    value = _scalar_forms()[name]
+    back = grade_kernel.decode(json.loads(json.dumps(grade_kernel.encode(value))))
+    for got, sent in [(back[0], value[0])] if isinstance(value, list) else [(back, value)]:
+        assert type(got) is type(sent), (type(got), type(sent))
+        if isinstance(sent, (np.ndarray, np.generic, torch.Tensor)):
+            assert got.shape == sent.shape and got.dtype == sent.dtype, (got, sent)
+            assert np.asarray(got.detach() if hasattr(got, "detach") else got).tolist() == (
+                np.asarray(sent.detach() if hasattr(sent, "detach") else sent).tolist()
+            )
+        else:
+            assert got == sent
+
+
+def test_a_quiz_answer_given_as_a_0d_array_passes():
+    from course_lib.checks.quiz import check_quiz
+
+    check = grade.Check("Q1.1", check_quiz, [("name", "answer_1"), ("value", "01"), ("value", 1)])
+    assert grade.run_check(_FakeKernel(np.array(0.8808)), check, hidden_seed=5) == (True, "")
+    assert grade.run_check(_FakeKernel(np.float32(0.8808)), check, hidden_seed=5) == (True, "")
+
+
+def test_decoding_is_bounded_in_elements_and_array_headers():
+    many = [[] for _ in range(grade_kernel.MAX_ELEMENTS + 1)]
+    with pytest.raises(ValueError, match="more than 2,097,152 elements"):
+        grade_kernel.decode(many)
+    assert len(grade_kernel.decode(many[:1000])) == 1000
+    text = json.dumps(grade_kernel.encode(many)).encode()
+    assert grade_kernel.elements(text) > 2 * grade_kernel.MAX_ELEMENTS  # refused before parsing
+    # an .npy header claiming 10**12 elements for 8 bytes of data: refused, nothing allocated
+    record = grade_kernel.encode(np.zeros(1))
+    raw = base64.b64decode(record["npy"]).replace(b"(1,)", b"(1000000000000,)")
+    record["npy"] = base64.b64encode(raw).decode()
+    with pytest.raises(ValueError, match="header does not match"):
+        grade_kernel.decode(record)
+
+
+def test_a_grader_worker_is_bounded_in_memory():
+    """Each notebook's grading runs in a forked worker whose private memory may grow by
+    WORKER_MEMORY_MB at most: a blow-up is that worker's MemoryError, not the machine's."""
+    from tools.grading import running
+
+    assert running.WORKER_MEMORY_MB == 2048
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            running.limit_memory(64)
+            try:
+                bytearray(256 * 2**20)
+                os.write(w, b"allocated")
+            except MemoryError:
+                os.write(w, b"MemoryError")
+        finally:
+            os._exit(0)
+    os.close(w)
+    got = os.read(r, 100)
+    os.waitpid(pid, 0)
+    assert got == b"MemoryError"
+
+
 # --- any file: a clear "not gradable" row, never a crash --------------------------------------
 
 
@@ -129,6 +235,79 @@ def test_a_missing_or_huge_file_is_not_gradable(tmp_path):
     assert "cannot read" in grade.grade(tmp_path / "nope.ipynb").error
     big = _write(tmp_path, "01_big.ipynb", b" " * (grade.MAX_NOTEBOOK_BYTES + 1))
     assert "20 MB" in grade.grade(big).error
+
+
+def _grade_bounded(paths: list[Path], seconds: float = 60) -> dict[str, str]:
+    """{file name: error} of grading ``paths`` one by one in a subprocess bounded in time and
+    address space (before issue 40 a FIFO hung the grader and /dev/zero exhausted memory)."""
+    code = (
+        "import json, resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (6 * 2**30, resource.RLIM_INFINITY))\n"
+        "from tools.grading import cli as grade\n"
+        "print(json.dumps({p: grade.grade(p, 30).error for p in sys.argv[1:]}))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code, *map(str, paths)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=seconds,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    return {Path(p).name: e for p, e in json.loads(r.stdout.splitlines()[-1]).items()}
+
+
+def test_only_regular_files_are_read_never_what_a_link_points_to(tmp_path):
+    """A class folder from `git clone` or an archive keeps symlinks: a link named ….ipynb to a
+    solution (absolute or relative), to /dev/zero, a FIFO, a device, a folder: each "not
+    gradable" with the reason; the grader neither grades the target, nor hangs, nor fills memory."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    solution = ROOT / "solutions" / "13_modern_transformer.ipynb"
+    (folder / "13_absolute.ipynb").symlink_to(solution)
+    (folder / "13_relative.ipynb").symlink_to(os.path.relpath(solution, folder))
+    (folder / "01_zero.ipynb").symlink_to("/dev/zero")
+    os.mkfifo(folder / "01_fifo.ipynb")
+    (folder / "01_folder.ipynb").mkdir()
+    kinds = {"13_absolute.ipynb": "a symbolic link", "13_relative.ipynb": "a symbolic link",
+             "01_zero.ipynb": "a symbolic link to /dev/zero", "01_fifo.ipynb": "a named pipe",
+             "01_folder.ipynb": "a folder"}  # fmt: skip
+    if os.geteuid() == 0:  # an archive unpacked as root can hold device nodes
+        os.mknod(folder / "01_device.ipynb", 0o644 | stat.S_IFCHR, os.makedev(1, 5))
+        kinds["01_device.ipynb"] = "a device"
+    errors = _grade_bounded(sorted(folder.iterdir()))
+    for name, kind in kinds.items():
+        assert errors[name].startswith(f"not gradable: it is {kind}"), (name, errors[name])
+        assert "regular files" in errors[name]
+    # what the command line collects from the folder: every one of them, each reported
+    assert sorted(p.name for p in folder.rglob("*.ipynb")) == sorted(kinds)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--timeout", "nan"], "--timeout must be"),
+        (["--timeout", "inf"], "--timeout must be"),
+        (["--timeout", "0"], "--timeout must be"),
+        (["--hidden-seed", "-1"], "--hidden-seed must be"),
+        (["--hidden-seed", "0"], "--hidden-seed must be"),
+        (["--jobs", "0"], "--jobs must be at least 1"),
+        (["--memory-mb", "0"], "--memory-mb must be at least"),
+        (["--csv", "{nb}"], "is a notebook"),
+        (["--csv", "{tmp}/out.ipynb"], "is a notebook"),
+        (["--csv", "{tmp}/missing/out.csv"], "does not exist"),
+        (["--csv", "{tmp}"], "is a folder"),
+        (["--csv", "{tmp}/json.csv"], "holds JSON"),
+        (["--csv", "/proc/out.csv"], "cannot write in /proc"),
+    ],
+)
+def test_bad_command_lines_are_refused_before_grading(tmp_path, capsys, monkeypatch, args, message):
+    nb = _write(tmp_path, "01_x.ipynb", _nb())
+    (tmp_path / "json.csv").write_text('{"cells": []}')
+    graded = []
+    monkeypatch.setattr(grade, "grade_many", lambda *a, **k: graded.append(a) or [])
+    args = [a.format(nb=nb, tmp=tmp_path) for a in args]
+    with pytest.raises(SystemExit) as exit_:
+        grade.main([str(nb), *args])
+    assert exit_.value.code == 2 and not graded
+    assert message in capsys.readouterr().err
+    assert nb.read_text() == json.dumps(_nb())  # --csv never overwrote the notebook
 
 
 @pytest.mark.slow  # grades two notebooks in the sandbox: 16 s, a quarter of make unit's budget
@@ -360,6 +539,43 @@ def test_a_notebook_cannot_change_what_the_grader_trusts(tmp_path):
         assert (row["exercise 1.1"], row["exercise 1.2"], row["exercise 1.3"]) == ("fail",) * 3
     if grade.sandbox_available()[0]:
         assert grade.file_digest(trusted) == before, "the sandbox let a notebook write the repo"
+
+
+# The notebook keeps the grader's request pipe open but never reads it again (it reads an empty
+# pipe instead); the grader's next request is 1 MB, more than a pipe holds.
+SWAP_DESCRIPTOR = (
+    "import json, os, sys\n"
+    "fd = json.load(open(sys.argv[1]))['fd_in']\n"
+    "KEEP = os.dup(fd)\n"
+    "r, w = os.pipe()\n"
+    "os.dup2(r, fd)\n"
+)
+
+
+@pytest.mark.slow
+def test_a_kernel_that_stops_reading_cannot_hang_the_grader(tmp_path):
+    nb = _with_cell(SWAP_DESCRIPTOR, _nb(SOLUTION))
+    nb.cells.insert(4, nbformat.v4.new_code_cell("# " + "x" * 2**20))
+    path = _write(tmp_path, "01_swap.ipynb", nb)
+    out: dict = {}
+    worker = threading.Thread(target=lambda: out.update(r=grade.grade(path, 10)), daemon=True)
+    worker.start()
+    worker.join(90)  # before issue 40 the grader's write blocked for ever
+    assert not worker.is_alive(), "the grader hung on its write to the kernel"
+    r = out["r"]
+    assert _failed_all(r) and "timed out after 10 s" in r.exercises["1.1"][1], r
+
+
+@pytest.mark.slow
+def test_an_answer_of_millions_of_values_is_refused_unread(tmp_path):
+    """56 MB of nested empty lists made the grader's decoder hold 2.2 GB (39x): any reply of more
+    than MAX_ELEMENTS values is now refused unread (3 million empty lists here, 12 MB)."""
+    nb = _nb()
+    cell = next(c for c in nb.cells if "def stable_softmax" in c.source)
+    cell.source = "def stable_softmax(x):\n    return [[]] * 3_000_000\n"
+    r = grade.grade(_write(tmp_path, "01_lists.ipynb", nb), 120)
+    ok, why = r.exercises["1.1"]
+    assert not ok and "too large to read (more than 2,097,152 values)" in why, why
 
 
 @pytest.mark.slow

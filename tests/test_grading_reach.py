@@ -77,6 +77,108 @@ SPELLINGS = {
         ["tampers with the grader's records (sys.setprofile)", "uses .setprofile"],
     ),
 }
+# Issue 40: 12 ways the runtime record missed (it named course_lib code by file name and watched
+# one thread of one process). course_lib is found without spelling it where that matters.
+_LIB = "LIB = ''.join(map(chr, [99, 111, 117, 114, 115, 101, 95, 108, 105, 98]))\n"
+_NUMPY_BACK = "np.frombuffer(data, dtype=float).reshape(np.shape(x))"
+SPELLINGS_40 = {
+    # the package copied into the working folder under another name, and imported from there
+    "copied_package": (
+        "import os, shutil, sys\n"
+        + _LIB
+        + "shutil.copytree(os.path.join(sys.path[0], LIB), 'mine', ignore=lambda d, n: ['data'])\n"
+        "sys.path[:0] = [os.getcwd()]\nfrom mine.rope import rope as copied\n\n"
+        "def rotate_pairs(x, positions, theta=10000.0):\n"
+        "    return copied(x, positions, theta)\n",
+        ["calls course_lib.rope.rope"],
+    ),
+    "symlinked_package": (
+        "import os, sys\n" + _LIB + "os.symlink(os.path.join(sys.path[0], LIB), 'alias')\n"
+        "sys.path[:0] = [os.getcwd()]\nfrom alias.rope import rope as linked\n\n"
+        "def rotate_pairs(x, positions, theta=10000.0):\n"
+        "    return linked(x, positions, theta)\n",
+        ["calls course_lib.rope.rope"],
+    ),
+    "rehomed_code": (
+        "import types\nfrom course_lib.rope import rope as _r\n"
+        "_f = types.FunctionType(_r.__code__.replace(co_filename='/work/mine.py'), _r.__globals__)\n\n"
+        "def rotate_pairs(x, positions, theta=10000.0):\n    return _f(x, positions, theta)\n",
+        ["calls course_lib.rope.rope"],
+    ),
+    "claims_a_course_lib_file": (
+        "from course_lib.rope import rope as _r\n"
+        "_src = 'def rotate_pairs(x, positions, theta=10000.0):\\n    return _r(x, positions, theta)\\n'\n"
+        "exec(compile(_src, _r.__code__.co_filename, 'exec'))\n",
+        ["calls course_lib.rope.rope"],
+    ),
+    "subprocess": (
+        "import json, os, subprocess, sys\n"
+        + _LIB
+        + "CODE = ('import sys, json, numpy as np; sys.path[:0] = [sys.argv[1]]; '\n"
+        '        \'r = __import__(sys.argv[2] + ".rope", fromlist=["x"]).rope; \'\n'
+        "        'd = json.load(sys.stdin); '\n"
+        "        'print(json.dumps(r(np.array(d[0]), np.array(d[1]), d[2]).tolist()))')\n\n"
+        "def rotate_pairs(x, positions, theta=10000.0):\n"
+        "    data = json.dumps([np.asarray(x).tolist(), np.asarray(positions).tolist(), theta])\n"
+        "    out = subprocess.run(['/proc/self/exe', '-c', CODE, sys.path[0], LIB], input=data,\n"
+        "                         env={'PYTHONPATH': os.pathsep.join(sys.path)},\n"
+        "                         capture_output=True, text=True).stdout\n"
+        "    return np.array(json.loads(out))\n",
+        ["tampers with the grader's records (subprocess.Popen)"],
+    ),
+    "forked_child": (
+        "import os\nfrom course_lib.rope import rope as R\n\n"
+        "def rotate_pairs(x, positions, theta=10000.0):\n"
+        "    r, w = os.pipe()\n"
+        "    if os.fork() == 0:\n"
+        "        os.write(w, R(x, positions, theta).tobytes())\n"
+        "        os._exit(0)\n"
+        "    os.close(w)\n"
+        "    data = b''\n"
+        "    while chunk := os.read(r, 65536):\n        data += chunk\n"
+        f"    return {_NUMPY_BACK}\n",
+        ["tampers with the grader's records (os.fork)"],
+    ),
+    "raw_thread": (
+        "import _thread, time\nfrom course_lib.rope import rope as R\n\n"
+        "def rotate_pairs(x, positions, theta=10000.0):\n"
+        "    box = []\n"
+        "    _thread.start_new_thread(lambda: box.append(R(x, positions, theta)), ())\n"
+        "    while not box:\n        time.sleep(0.001)\n"
+        "    return box[0]\n",
+        ["tampers with the grader's records (a process or thread was started during the call)"],
+    ),
+    # course_lib's own helper calls the reference it is handed, through C callables
+    "best_time": (
+        "import functools\nfrom course_lib.rope import rope as R\nfrom course_lib.timing import best_time\n\n"
+        "def rotate_pairs(x, positions, theta=10000.0):\n"
+        "    box = []\n"
+        "    call = functools.partial(R, x, positions)\n"
+        "    best_time(functools.partial(box.extend, map(call, [theta])), repeats=1)\n"
+        "    return box[0]\n",
+        ["calls course_lib.rope.rope"],
+    ),
+    # the record found through the frames and emptied after the call
+    "frames_emptied": (
+        "import inspect\nfrom course_lib.rope import rope as R\n\n"
+        "def rotate_pairs(x, positions, theta=10000.0):\n"
+        "    out = R(x, positions, theta)\n"
+        "    for info in inspect.stack():\n"
+        "        w = info.frame.f_locals.get('watch')\n"
+        "        if w is not None and hasattr(w, 'reached'):\n"
+        "            w.reached.clear()\n"
+        "    return out\n",
+        ["tampers with the grader's records (frame inspection (sys._getframe))"],
+    ),
+    "torchscript": (
+        "import torch\nfrom course_lib.nn.rope import rotate as R\n\n"
+        "def rotate_pairs(x, positions, theta=10000.0):\n"
+        "    f = torch.jit.script(R)  # no Python frame of it runs\n"
+        "    t = torch.from_numpy(np.ascontiguousarray(x))[None, None]\n"
+        "    return f(t, torch.as_tensor(positions), theta)[0, 0].numpy()\n",
+        ["tampers with the grader's records (compiles TorchScript (torch.jit, torch.compile))"],
+    ),
+}
 # The check's module is a stub in the sandbox: its __globals__ hold no reference (the answer
 # fails), and the walk is flagged from the source.
 GLOBALS_WALK = (
@@ -125,6 +227,7 @@ def test_no_solution_is_flagged_from_its_source():
     for path in sorted((ROOT / "solutions").glob("*.ipynb")):
         template = course.templates[path.stem]
         cells = json.loads(path.read_text())["cells"]
+        earlier: list[str] = []  # every answer before: their imports count too (issue 40)
         for i, cell in enumerate(cells):
             source = "".join(cell["source"])
             if cell["cell_type"] != "code" or "### BEGIN SOLUTION" not in source:
@@ -133,7 +236,9 @@ def test_no_solution_is_flagged_from_its_source():
             ex = next((e for e in following if e), None)
             if ex is None or ex not in template.checks:
                 continue
-            assert reach.evidence(template.checks[ex], [source], [], []) == [], (path.name, ex)
+            flags = reach.evidence(template.checks[ex], [source], [], [], earlier)
+            assert flags == [], (path.name, ex, flags)
+            earlier.append(source)
 
 
 def test_every_exercise_declares_its_references_and_each_resolves():
@@ -180,20 +285,29 @@ def test_the_sandbox_gets_no_check_and_no_quiz_answer_key():
 # --- slow: graded in the sandbox ------------------------------------------------------------
 
 
-def _notebook(folder: Path, name: str, answer: str) -> Path:
+def _notebook(folder: Path, name: str, answer: str, answer_13_2: str | None = None) -> Path:
     nb = json.loads(SOLUTION.read_text())
     nb = copy.deepcopy(nb)
     cell = next(c for c in nb["cells"] if "def rotate_pairs" in "".join(c["source"]))
     cell["source"] = answer
+    if answer_13_2 is not None:
+        cell = next(c for c in nb["cells"] if "def rms_norm" in "".join(c["source"]))
+        cell["source"] = answer_13_2
     path = folder / f"13_{name}.ipynb"
     path.write_text(json.dumps(nb))
     return path
 
 
+# An import made in 13.1's cell, used by 13.2's answer: charged to 13.2 too.
+EARLIER_IMPORT = "from course_lib.rmsnorm import rms_norm as _rn\n\n" + HONEST_HELPER
+USES_EARLIER_IMPORT = "def rms_norm(x, weight, eps=1e-6):\n    return _rn(x, weight, eps)\n"
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("reach")
-    paths = [_notebook(folder, n, a) for n, (a, _) in SPELLINGS.items()]
+    paths = [_notebook(folder, n, a) for n, (a, _) in {**SPELLINGS, **SPELLINGS_40}.items()]
+    paths.append(_notebook(folder, "earlier_import", EARLIER_IMPORT, USES_EARLIER_IMPORT))
     paths.append(_notebook(folder, "globals_walk", GLOBALS_WALK))
     paths.append(_notebook(folder, "honest_helper", HONEST_HELPER))
     paths.append(folder / "13_solution.ipynb")
@@ -216,6 +330,27 @@ def test_each_spelling_of_the_reference_is_flagged(graded, spelling):
         assert any(reason in why for why in r.course_lib["13.1"]), (reason, r.course_lib)
     row = rows[f"13_{spelling}"]
     assert row["uses course_lib"] == "13.1" and "13.1:" in row["course_lib evidence"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spelling", list(SPELLINGS_40))
+def test_the_reference_is_flagged_however_it_is_reached(graded, spelling):
+    """Issue 40's 12 ways: each now seen by the runtime record (by code fingerprint, or as
+    tampering), whatever the source says."""
+    results, _ = graded
+    r = results[f"13_{spelling}"]
+    assert r.error is None and r.all_passed, r
+    assert r.uses_course_lib == ["13.1"], r.course_lib
+    for reason in SPELLINGS_40[spelling][1]:
+        assert any(reason in why for why in r.course_lib["13.1"]), (reason, r.course_lib)
+
+
+@pytest.mark.slow
+def test_an_import_in_an_earlier_exercise_counts_for_the_one_using_it(graded):
+    r = graded[0]["13_earlier_import"]
+    assert r.all_passed and r.uses_course_lib == ["13.2"], r.course_lib
+    assert "imports course_lib.rmsnorm.rms_norm" in r.course_lib["13.2"], r.course_lib
+    assert "calls course_lib.rmsnorm.rms_norm" in r.course_lib["13.2"], r.course_lib
 
 
 @pytest.mark.slow
@@ -257,6 +392,30 @@ MEMORY_ATTACKS = {
         "    tracemalloc.reset_peak()\n"
         "    return out\n"
     ),
+    # issue 40: an n x n buffer made (and touched) in the cell, filled in the call: no
+    # allocation during the call, no resident growth; the call's private memory shows it
+    "buffer_before_the_call": (
+        "BUF = np.ones((4096, 4096))\n\n"
+        "def my_chunked_attention(q, k, v, block_size):\n"
+        "    if q.shape[0] * k.shape[0] == BUF.size:\n"
+        "        s = np.matmul(q, k.T, out=BUF)\n"
+        "    else:\n"
+        "        s = q @ k.T\n"
+        "    s /= np.sqrt(q.shape[1])\n"
+        "    s -= s.max(axis=1, keepdims=True)\n"
+        "    np.exp(s, out=s)\n"
+        "    return (s @ v) / s.sum(axis=1, keepdims=True)\n"
+    ),
+    # issue 40: tracemalloc's stop saved before the call, called in it (the module's own
+    # functions are guarded only during the call)
+    "saved_stop": (
+        "import _tracemalloc\n_halt = _tracemalloc.stop\n\n"
+        "def my_chunked_attention(q, k, v, block_size):\n"
+        "    _halt()\n"
+        "    s = q @ k.T / np.sqrt(q.shape[1])\n"
+        "    w = np.exp(s - s.max(axis=1, keepdims=True))\n"
+        "    return (w / w.sum(axis=1, keepdims=True)) @ v\n"
+    ),
 }
 
 
@@ -283,6 +442,9 @@ def test_the_full_matrix_is_seen_in_torch_and_after_a_reset(graded_memory, attac
     assert not ok and "the full n x n score matrix" in why, why
     if attack == "reset_peak":
         assert any("tracemalloc.reset_peak" in w for w in r.course_lib["10.3"]), r.course_lib
+    if attack == "saved_stop":
+        assert "imports _tracemalloc" in r.course_lib["10.3"], r.course_lib
+        assert any("tracemalloc stopped" in w for w in r.course_lib["10.3"]), r.course_lib
 
 
 @pytest.mark.slow

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import unicodedata
 from pathlib import Path
 
 import nbformat
@@ -56,6 +57,23 @@ def test_control_characters_are_escaped_in_the_summary_and_the_csv(tmp_path, cap
     assert clean("a\nb") == "a\\nb" and clean("a\nb", keep_newlines=True) == "a\nb"
 
 
+# Line and paragraph separators split a line for str.splitlines (a CSV read that way breaks);
+# U+061C, zero-width and tag characters reorder or hide text: every Cc, Cf, Zl, Zp, Cs escaped.
+UNICODE = "a\u2028b\u2029c\u061cd\U000e0041\U000e007fe\u200bf\ufeffg\x85h\ud800"
+
+
+def test_unicode_separators_and_format_characters_are_escaped(tmp_path, capsys):
+    r = Result(f"01_{UNICODE}.ipynb", "01_softmax", {"1.1": (False, f"raised {UNICODE}")})
+    print_summary(r)
+    out = tmp_path / "grades.csv"
+    write_csv([r], out)
+    text = out.read_text(errors="surrogateescape")
+    for shown in (capsys.readouterr().out, text):
+        assert not any(unicodedata.category(ch) in ("Cf", "Zl", "Zp", "Cs") for ch in shown)
+        assert "\\u2028" in shown and "\\U000e0041" in shown and "\\u061c" in shown
+    assert len(text.splitlines()) == 2  # the header and one row
+
+
 def test_only_listed_records_and_bit_generators_are_decoded():
     rng = np.random.default_rng(3)
     assert grade_kernel.decode(grade_kernel.encode(rng)).random() == rng.random()
@@ -66,6 +84,23 @@ def test_only_listed_records_and_bit_generators_are_decoded():
     for kind in ("pickle", "__import__", None):
         with pytest.raises(ValueError, match="unknown kind"):
             grade_kernel.decode({"t": kind, "v": "os"})
+
+
+def test_the_sandbox_leaves_the_graders_session_keyring():
+    """Before the sandbox drops privileges it joins a new, empty session keyring: a key of the
+    grader's session is no longer found (nor possessed); the seccomp filter then refuses keyctl
+    altogether (the notebooks of `graded` try to read the key)."""
+    code = _IN_KEYRING.split("os.execv")[0] + (
+        "from tools.grading.grade_sandbox import _new_session_keyring\n"
+        "def search():\n"
+        "    return libc.syscall(L(nr['keyctl']), L(10), L(-3), b'user', b'grader-secret', L(0))\n"
+        "before = search()\n_new_session_keyring()\nprint(KEYS, before > 0, search() > 0)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)  # fmt: skip
+    if r.stdout.split()[:1] == ["False"]:
+        pytest.skip("no keyrings here (keyctl refused, e.g. a container's seccomp profile)")
+    assert r.stdout.split() == ["True", "True", "False"], r.stdout + r.stderr
 
 
 # --- attack notebooks -------------------------------------------------------------------------
@@ -164,6 +199,31 @@ ATTACKS = {
         if len(got) >= 3:
             BROKEN.append('three children held 2.4 GB at once')
     """,
+    # The grader's session keyring (and the user and user-session keyrings): every key listed
+    # there read, and the grader's key searched for by name. Nothing is reachable.
+    "session_keyring": """
+        import ctypes, platform, struct
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        L, KEYCTL = ctypes.c_long, {'x86_64': 250, 'aarch64': 219}[platform.machine()]
+        buf = ctypes.create_string_buffer(65536)
+        got = []
+        for ring in (-3, -4, -5, -2, -1):  # session, user, user-session, process, thread
+            n = libc.syscall(L(KEYCTL), L(11), L(ring), buf, L(65536))  # KEYCTL_READ
+            for key in struct.unpack(f'{max(n, 0) // 4}i', buf.raw[:max(n, 0) // 4 * 4]):
+                m = libc.syscall(L(KEYCTL), L(11), L(key), buf, L(65536))
+                got.append(buf.raw[:max(m, 0)])
+        key = libc.syscall(L(KEYCTL), L(10), L(-3), b'user', b'grader-secret', L(0))  # SEARCH
+        if key > 0:
+            m = libc.syscall(L(KEYCTL), L(11), L(key), buf, L(65536))
+            got.append(buf.raw[:max(m, 0)])
+        try:
+            got.append(open('/proc/keys', 'rb').read())
+        except OSError:
+            pass
+        if any(b'grader-secret' in g for g in got):
+            BROKEN.append('read the grader key')
+    """,
     # Disk: 4 files of 50 MB in each writable place; in all at most the sandbox's tmpfs.
     "disk_200mb": """
         written, files = 0, []
@@ -246,6 +306,59 @@ def _host_shm_keys() -> set[int]:
     return {int(line.split()[0]) for line in lines}
 
 
+# Two classmates graded at the same time, each holding locks on three stdlib files (flock, a
+# POSIX record lock, an open-file-description lock) and listening for the other's: probing its
+# files' locks, and watching one of its files with inotify while opening one of its own. Each
+# listens for up to 6 s; whoever hears the other sabotages its answers.
+_CHANNEL = """
+    import fcntl, importlib, struct, time
+    def path(name):
+        return importlib.import_module(name).__file__
+    MINE, THEIRS = {mine!r}, {theirs!r}
+    held = [open(path(m), 'rb') for m in MINE]
+    fcntl.flock(held[0], fcntl.LOCK_SH)
+    fcntl.fcntl(held[1], fcntl.F_SETLK, struct.pack('hhqqi4x', fcntl.F_RDLCK, 0, 0, 0, 0))
+    fcntl.fcntl(held[2], 37, struct.pack('hhqqi4x', fcntl.F_RDLCK, 0, 0, 0, 0))  # F_OFD_SETLK
+    probe = [open(path(t), 'rb') for t in THEIRS]
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        watch = libc.inotify_init1(os.O_NONBLOCK)
+        if watch >= 0:
+            libc.inotify_add_watch(watch, path(THEIRS[3]).encode(), 0x20)  # IN_OPEN
+    except (OSError, AttributeError):
+        watch = -1
+    heard, deadline = [], time.time() + 6
+    while not heard and time.time() < deadline:
+        open(path(MINE[3]), 'rb').close()  # an inotify "bit" for the other
+        try:
+            fcntl.flock(probe[0], fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(probe[0], fcntl.LOCK_UN)
+        except BlockingIOError:
+            heard.append('flock')
+        for fh, cmd in ((probe[1], fcntl.F_GETLK), (probe[2], 36)):  # F_OFD_GETLK
+            ask = struct.pack('hhqqi4x', fcntl.F_WRLCK, 0, 0, 0, 0)
+            if struct.unpack('hhqqi4x', fcntl.fcntl(fh, cmd, ask))[0] == fcntl.F_RDLCK:
+                heard.append(f'fcntl {{cmd}}')
+        if watch >= 0:
+            try:
+                if os.read(watch, 4096):
+                    heard.append('inotify')
+            except BlockingIOError:
+                pass
+        time.sleep(0.05)
+    if heard:
+        BROKEN.append(f'heard the classmate through {{heard}}')
+"""
+CHANNEL_FILES = (("base64", "string", "textwrap", "shlex"), ("struct", "random", "bisect", "glob"))
+
+
+def _channel_notebooks():
+    a, b = CHANNEL_FILES
+    return (_with_cell(_wrapped(_CHANNEL.format(mine=a, theirs=b))),
+            _with_cell(_wrapped(_CHANNEL.format(mine=b, theirs=a))))  # fmt: skip
+
+
 FORGERY = """
 import os
 for fd in range(256):
@@ -305,8 +418,26 @@ def _as_user_prefix(uid: int) -> list[str]:
     return ["unshare", "--mount", "--propagation", "private", "sh", "-ec", "; ".join(script), "-"]
 
 
+# The grader runs in a session keyring holding a `user` key, as `keyctl session`, a PAM login or
+# a Kerberos KEYRING: cache give one (issue 40: a notebook read it with KEYCTL_READ).
+KEY_SECRET = "grader-secret-" + os.urandom(6).hex()
+_IN_KEYRING = f"""
+import ctypes, os, platform, sys
+nr = {{"x86_64": {{"keyctl": 250, "add_key": 248}}, "aarch64": {{"keyctl": 219, "add_key": 217}}}}[
+    platform.machine()]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+L = ctypes.c_long
+secret = {KEY_SECRET!r}.encode()
+KEYS = (libc.syscall(L(nr['keyctl']), L(1), b'grader-session') > 0  # KEYCTL_JOIN_SESSION_KEYRING
+        and libc.syscall(L(nr['add_key']), b'user', b'grader-secret', secret,
+                         ctypes.c_size_t(len(secret)), L(-3)) > 0)  # no keys here: grade anyway
+os.execv(sys.executable, [sys.executable, '-m', 'tools.grade', *sys.argv[1:]])
+"""
+
+
 def _grade(paths: list[Path], out: Path, prefix: list[str], *args: str) -> tuple[str, dict]:
-    cmd = [*prefix, sys.executable, "-m", "tools.grade", *map(str, paths), "--csv", str(out),
+    cmd = [*prefix, sys.executable, "-c", _IN_KEYRING, *map(str, paths), "--csv", str(out),
            "--timeout", "120", *args]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(out.parent)}
     r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
@@ -340,6 +471,23 @@ def graded(request):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.fixture(scope="module", params=MODES)
+def graded_pair(request):
+    """The two classmates graded in parallel (--jobs 2)."""
+    if not sandbox_available()[0]:
+        pytest.skip("no sandbox on this machine")
+    folder = Path(tempfile.mkdtemp(prefix="channel-"))
+    folder.chmod(0o777)
+    try:
+        prefix = _as_user_prefix(USER_UID) if request.param == "user" and os.geteuid() == 0 else []
+        first, second = _channel_notebooks()
+        paths = [_save(folder / "class" / "01_channel_a.ipynb", first),
+                 _save(folder / "class" / "01_channel_b.ipynb", second)]  # fmt: skip
+        yield _grade(paths, folder / "grades.csv", prefix, "--jobs", "2")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _verdicts(row) -> tuple:
     return tuple(row[f"exercise {e}"] for e in IDS)
 
@@ -354,6 +502,13 @@ def test_the_attack_fails_and_the_notebook_is_still_graded(graded, attack):
 
 
 @pytest.mark.slow
+def test_the_graders_key_never_reaches_the_sandbox_or_the_report(graded):
+    row = graded["rows"]["01_session_keyring.ipynb"]
+    assert _verdicts(row) == ("pass",) * 4, (row, graded["text"][-3000:])
+    assert KEY_SECRET not in graded["text"] and KEY_SECRET not in json.dumps(graded["rows"])
+
+
+@pytest.mark.slow
 def test_no_channel_between_students_through_sysv_shared_memory(graded):
     rows = graded["rows"]
     assert _verdicts(rows["01_shm_a_writer.ipynb"]) == ("pass",) * 4, rows
@@ -361,6 +516,16 @@ def test_no_channel_between_students_through_sysv_shared_memory(graded):
     assert _verdicts(reader) == ("fail",) * 4, reader
     assert "not defined" in reader["reasons"]
     assert SHM_KEY not in graded["shm"], "the segment outlived grading on the host"
+
+
+@pytest.mark.slow
+def test_no_channel_between_classmates_graded_at_once_through_shared_files(graded_pair):
+    """File locks and inotify on the read-only files both sandboxes share (issue 40: 8 stdlib
+    files locked as the bits of a byte passed 3 of 4 answers): neither notebook hears the other."""
+    text, rows = graded_pair
+    for name in ("01_channel_a.ipynb", "01_channel_b.ipynb"):
+        assert _verdicts(rows[name]) == ("pass",) * 4, (name, rows[name], text[-3000:])
+        assert 6 <= float(rows[name]["seconds"]), rows[name]  # each listened its 6 s
 
 
 @pytest.mark.slow

@@ -186,6 +186,24 @@ VALID = [
     (C.online_softmax, dict(x=A(3, 8), block_size=3, axis=-1)),
     (C.best_time, dict(fn=lambda: None, repeats=3)),
     (C.peak_mib, dict(fn=lambda: None)),
+    # lecture 15
+    (C.quantize, dict(x=A(2, 64), fmt="Q4_1")),
+    (C.dequantize, dict(blocks=C.quantize(A(2, 64), "Q4_0"), fmt="Q4_0", shape=(2, 64))),
+    (C.bits_per_weight, dict(fmt="Q8_0")),
+    (C.int8_quantize, dict(w=A(4, 6), per_channel=True)),
+    (C.int8_dequantize, dict(q=np.ones((4, 6), dtype=np.int8), scale=np.ones((4, 1)))),
+    (C.nf4_levels, dict(offset=0.9677083)),
+    (C.nf4_quantize, dict(w=A(2, 64), block_size=64)),
+    (
+        C.nf4_dequantize,
+        dict(
+            packed=np.zeros((64, 1), dtype=np.uint8),
+            absmax=np.ones(2),
+            shape=(2, 64),
+            block_size=64,
+        ),
+    ),  # fmt: skip
+    (C.kv_cache_bytes_per_token, dict(config=C.PUBLISHED_CONFIGS["Llama 3 8B"], bytes_per_value=2)),
 ]
 
 # The modules of the numpy half (course_lib/__init__.py imports them without torch).
@@ -196,6 +214,10 @@ NUMPY_MODULES = (
     "chunked_attention",
     "grouped_query",
     "head_patterns",
+    "inference.int8",
+    "inference.kv_memory",
+    "inference.nf4",
+    "inference.quantization",
     "multihead",
     "positional",
     "reproducibility",
@@ -613,6 +635,8 @@ ACCEPTED = {
         )
     },
     ("attention_block_update", "mask_block"): _MASK_ROW,
+    ("quantize", "x"): {"wrong rank"},  # one row of 64 weights is a tensor too: (..., n)
+    ("nf4_quantize", "w"): {"wrong rank"},  # weights of any shape, read in memory order
     ("attention_to_positions", "positions"): {"-1", "0", "wrong rank"},  # -1 = last; one int
     ("offset_score", "offset"): {"-1", "0"},  # previous-token and self heads
     ("offset_score", "attention"): {"nan entry"},  # the nan is off the diagonal it reads

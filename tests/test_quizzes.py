@@ -8,6 +8,8 @@ from __future__ import annotations
 import copy
 import json
 import re
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -78,16 +80,22 @@ def test_right_answers_pass_and_every_wrong_one_fails_with_its_explanation(quiz,
     for item in quiz.items:
         if item.choices:
             right = item.right
-            for answer in (right.letter, right.letter.upper(), f" {right.letter} "):
-                assert judge(item, answer) == (True, "")
+            spellings = (right.letter, right.letter.upper(), f" {right.letter} ",
+                         f"({right.letter})", f"{right.letter}.", f"{right.letter})",
+                         f"({right.letter.upper()})", f"**{right.letter}**", f"[{right.letter}]")  # fmt: skip
+            for answer in spellings:  # the choices are shown as **(a)**: every usual spelling
+                assert judge(item, answer) == (True, ""), answer
             for c in item.choices:
                 if not c.right:
                     ok, why = judge(item, c.letter)
                     assert not ok and c.why in why and c.text in why
-            bad = [None, 1, "z", "ab", ""]
-        else:  # written differently: an int, a float32, a numpy scalar
-            for answer in (item.answer, np.float32(item.answer), np.float64(item.answer)):
-                assert judge(item, answer) == (True, "")
+            bad = [None, 1, "z", "ab", "", "(ab)", "a b"]
+        else:  # written differently: an int, a float32, a numpy scalar, text, a fraction
+            written = (item.answer, np.float32(item.answer), np.float64(item.answer),
+                       str(item.answer), f" {item.answer} ", Fraction(str(item.answer)),
+                       Decimal(str(item.answer)))  # fmt: skip
+            for answer in written:
+                assert judge(item, answer) == (True, ""), repr(answer)
             edge = item.answer + item.tolerance * 0.99
             assert judge(item, edge)[0]
             for m in item.mistakes:
@@ -95,7 +103,7 @@ def test_right_answers_pass_and_every_wrong_one_fails_with_its_explanation(quiz,
                 assert not ok and m.why in why
             far = item.answer + 10 * item.tolerance + 1e6
             assert not judge(item, far)[0]
-            bad = [None, str(item.answer), [item.answer], True, float("nan")]
+            bad = [None, "twelve", [item.answer], True, float("nan"), np.array([item.answer])]
         for answer in bad:
             ok, why = judge(item, answer)
             assert not ok and why, answer
@@ -136,10 +144,57 @@ def test_items_do_not_give_their_answers_away_in_the_summary_wording(quiz):
     )
 
 
+MAX_LONGEST_SHARE = 0.30  # issue 39: it was 33 of 77 (43 %); chance is about 1/4
+
+
+def test_the_right_choice_is_rarely_the_longest_across_the_course(capsys):
+    """A student who always picks the longest choice must not pass: the right choice is the
+    strictly longest in at most 30 % of the course's choice items (chance, for 3-5 choices,
+    is about 25 %). The share is printed (``pytest -s``)."""
+    items = [(q.number, i) for q in QUIZZES for i in q.items if i.choices]
+    longest = [
+        f"{n}.{i.number}"
+        for n, i in items
+        if len(i.right.text) > max(len(c.text) for c in i.choices if not c.right)
+    ]
+    share = len(longest) / len(items)
+    with capsys.disabled():
+        print(f"\nright choice strictly the longest: {len(longest)} of {len(items)} choice items "
+              f"({share:.0%}): {' '.join(longest)}")  # fmt: skip
+    assert share <= MAX_LONGEST_SHARE, (len(longest), len(items), longest)
+
+
+def test_no_numeric_item_has_tolerance_zero():
+    """A student computes with floats: an exact answer needs room for float rounding (an integer
+    key gets 0.5, every other integer is still wrong)."""
+    for quiz in QUIZZES:
+        for item in quiz.items:
+            if not item.choices:
+                assert item.tolerance > 0, f"{quiz.lecture} item {item.number}"
+                assert judge(item, item.answer * (1 + 1e-12) + 1e-12)[0]
+
+
+def test_a_number_on_the_wrong_scale_is_told_so():
+    for quiz in QUIZZES:
+        for item in quiz.items:
+            if item.choices:
+                continue
+            if item.unit in ("percent", "%"):
+                ok, why = judge(item, item.answer / 100)
+                assert not ok and "wrong scale" in why and "percent" in why, (quiz.lecture, item)
+            elif 0 < item.answer <= 1 and not any(abs(m.value - 100 * item.answer) <= item.tolerance
+                                                   for m in item.mistakes):  # fmt: skip
+                ok, why = judge(item, item.answer * 100)
+                assert not ok and "wrong scale" in why, (quiz.lecture, item.number, why)
+    percent = [(q, i) for q in QUIZZES for i in q.items if "percent" in i.question.lower()]
+    assert percent and all(i.unit in ("percent", "%") for _, i in percent if not i.choices)
+
+
 def test_quiz_notebooks_are_up_to_date_and_hold_no_answers():
     assert make_quizzes.main(["--check"]) == 0
     for quiz in QUIZZES:
         text = (ROOT / "quizzes" / quiz.notebook_name).read_text(encoding="utf-8")
+        assert "This notebook is practice" in text  # issue 39: the keys ship with course_lib
         for item in quiz.items:
             assert item.explain not in text
             for c in item.choices:

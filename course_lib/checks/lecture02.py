@@ -183,13 +183,15 @@ def check_masked_attention(student_fn, *, seed: int = 0) -> None:
 
 def _elsewhere_cases(seed: int) -> list[tuple[np.ndarray, float]]:
     """(token 0, share): the notebook's two (seed 0), or hidden ones (other lengths, directions
-    and shares: a factor that works for one x_0 fails for a shorter one or a larger share)."""
+    and shares: a factor that works for one x_0 fails for a shorter one or a larger share). The
+    last hidden case is always short (|x_0| < 0.3) with share 0.999: it needs x_1 = c x_0 with
+    c > 100, so no fixed factor of 100 or less passes, whatever the draw."""
     if seed == 0:
         return [(np.array([1.0, 0.0]), 0.9), (np.array([0.0, 2.0]), 0.99)]
     rng = hidden_rng(seed, 24)
     cases = []
-    for share in (0.9, 0.99, 0.999):
-        angle, length = rng.uniform(0, 2 * np.pi), rng.uniform(0.3, 3.0)
+    for share, shortest, longest in ((0.9, 0.3, 3.0), (0.99, 0.3, 3.0), (0.999, 0.2, 0.3)):
+        angle, length = rng.uniform(0, 2 * np.pi), rng.uniform(shortest, longest)
         cases.append((length * np.array([np.cos(angle), np.sin(angle)]), share))
     return cases
 
@@ -213,8 +215,8 @@ def check_attends_elsewhere(student_fn, *, seed: int = 0) -> None:
             )
         elif arr[0] @ arr[1] <= arr[0] @ arr[0]:
             hint = (
-                "token 0's score with itself is |x_0|^2. To beat it, x_1 must point the same way "
-                "as x_0 and be LONGER: x_0 · x_1 > x_0 · x_0."
+                "token 0's score with itself is |x_0|^2. To beat it, x_1 must point partly the "
+                "same way as x_0, enough that x_0 · x_1 > x_0 · x_0 (along x_0 and longer, say)."
             )
         else:
             hint = (

@@ -215,15 +215,16 @@ def check_mha_parameter_count(student_fn, *, seed: int = 0) -> None:
 
 def _relations_cases(seed: int) -> list[tuple[np.ndarray, float]]:
     """(token 0, share): the notebook's (seed 0) or hidden ones (each half of x0 with its own
-    length and direction, larger shares)."""
+    length and direction, larger shares). The last hidden case always has both halves short
+    (< 0.3) and share 0.999: no fixed factor of 100 or less passes it, whatever the draw."""
     if seed == 0:
         return [(np.array([1.0, 0.0, 1.0, 0.0]), 0.8), (np.array([0.0, 2.0, 0.5, 0.5]), 0.9)]
     rng = hidden_rng(seed, 35)
     cases = []
-    for share in (0.8, 0.95, 0.99):
+    for share, shortest, longest in ((0.8, 0.3, 3.0), (0.95, 0.3, 3.0), (0.999, 0.2, 0.3)):
         halves = []
         for _ in range(2):
-            angle, length = rng.uniform(0, 2 * np.pi), rng.uniform(0.3, 3.0)
+            angle, length = rng.uniform(0, 2 * np.pi), rng.uniform(shortest, longest)
             halves += [length * np.cos(angle), length * np.sin(angle)]
         cases.append((np.array(halves), share))
     return cases

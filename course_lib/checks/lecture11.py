@@ -16,13 +16,17 @@ from . import (
     hidden_rng,
     passed,
 )
+from .given import SAMPLER_FAULTS, mystery_sampler, sampler_keeps
 from .given_torch import read_only_tensor
 
 __all__ = [
     "check_next_token_loss",
     "check_top_p_keep",
     "check_kv_cache_numbers",
+    "check_diagnose_sampler",
     "read_only_tensor",
+    "SAMPLER_FAULTS",
+    "mystery_sampler",
 ]
 
 # The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
@@ -31,6 +35,7 @@ REFERENCES = {
     "11.1": ("course_lib.models.gpt.lm_loss",),
     "11.2": ("course_lib.models.generation.top_p_filter",),
     "11.3": ("course_lib.grouped_query.kv_cache_bytes",),
+    "11.4": (),
 }
 
 
@@ -231,3 +236,46 @@ def check_kv_cache_numbers(student_fn, *, seed: int = 0) -> None:
                          "factor is extra?", hints=mistakes,
                          not_int="return a Python int: a product of the numbers you are given.")  # fmt: skip
     passed(ex, "the KV cache holds 2 x layers x tokens x d_model numbers per sequence")
+
+
+# The probes the check shows as evidence when a diagnosis is wrong: a few (probs, p) on which the
+# five filters of exercise 11.4 differ.
+_PROBES = (
+    (np.array([0.1, 0.6, 0.3]), 0.5),
+    (np.array([0.5, 0.2, 0.2, 0.1]), 0.9),
+    (np.array([0.05, 0.15, 0.8]), 0.3),
+    (np.array([0.4, 0.35, 0.25]), 0.7),
+)
+
+
+def _evidence(fault: str, said: str) -> str:
+    """A probe on which the sampler (``fault``) and the one diagnosed (``said``) differ."""
+    for probs, p in _PROBES:
+        real, claimed = sampler_keeps(fault, probs, p), sampler_keeps(said, probs, p)
+        if not np.array_equal(real, claimed):
+            return (f"try probs = {probs.tolist()}, p = {p}: a sampler that is {said!r} keeps "
+                    f"{claimed.tolist()}, this one keeps {real.tolist()}.")  # fmt: skip
+    return "call it on a few probs and p of your own and compare."
+
+
+def check_diagnose_sampler(student_fn, *, seed: int = 0) -> None:
+    """Exercise 11.4 (diagnose): ``diagnose(sampler) -> fault``, the fault of a top-p filter
+    found by calling it: one of ``SAMPLER_FAULTS`` ("ok", "drops_crossing", "ascending",
+    "ignores_p", "unsorted"). Seed 0 gives the five in this order; other seeds five drawn at
+    random (repeats allowed, so that elimination does not work). A wrong diagnosis is shown a
+    probe on which the sampler and the diagnosed fault keep different tokens, not the answer."""
+    ex = "11.4"
+    faults = list(SAMPLER_FAULTS)
+    if seed:
+        rng = hidden_rng(seed, 114)
+        faults = [SAMPLER_FAULTS[int(i)] for i in rng.integers(0, len(SAMPLER_FAULTS), size=5)]
+    for k, fault in enumerate(faults, 1):
+        got = call_student(ex, student_fn, Built("course_lib.checks.given:mystery_sampler",
+                                                 fault=fault))  # fmt: skip
+        if not isinstance(got, str) or got not in SAMPLER_FAULTS:
+            raise ExerciseError(ex, f"sampler {k}: expected one of {', '.join(SAMPLER_FAULTS)}, "
+                                f"got {got!r:.60}.", "return the name of the fault as a string.")  # fmt: skip
+        if got != fault:
+            raise ExerciseError(ex, f"sampler {k}: you diagnosed {got!r}, which does not "
+                                "explain what it does.", _evidence(fault, got))  # fmt: skip
+    passed(ex, "a broken sampler diagnosed from its outputs")

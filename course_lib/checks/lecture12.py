@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ExerciseError, call_student, check_array, passed
+from . import ExerciseError, call_student, check_array, hidden_rng, passed
 from .given import shipped_sweep, shipped_test_predictions
 
 __all__ = ["check_mean_pool", "check_head_loss", "check_best_setting", "check_paired_counts",
-           "shipped_test_predictions"]  # fmt: skip
+           "one_standard_error_choice", "shipped_test_predictions", "shipped_sweep"]  # fmt: skip
 
 # The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
 # an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
@@ -145,55 +145,144 @@ def _check_large_scores(ex: str, student_fn, seed: int) -> None:
     )
 
 
-def _random_sweep(rng: np.random.Generator) -> list[dict]:
+N_VALIDATION = 192  # the validation sample of lecture 12's sweep: 32 sentences per topic
+
+
+def _random_sweep(rng: np.random.Generator) -> tuple[list[dict], int]:
+    """A made-up sweep (3 or 4 rates, 4 to 10 epochs) with accuracies that rise and then wobble
+    by about the validation sample's own noise, and its number of validation sentences."""
+    n = int(rng.choice([96, 192, 384]))
+    lrs = sorted(float(x) for x in rng.choice([1e-5, 3e-5, 1e-4, 3e-4, 1e-3], size=int(
+        rng.integers(3, 5)), replace=False))  # fmt: skip
+    epochs = int(rng.integers(4, 11))
     rows = []
-    for lr in (1e-5, 3e-5, 1e-4, 3e-4):
-        for epoch in (1, 2, 3):
-            rows.append({"lr": lr, "epoch": epoch, "validation": float(rng.uniform(0.5, 0.8)),
-                         "loss": float(rng.uniform(0.1, 1.5))})  # fmt: skip
-    return rows
+    for lr in lrs:
+        top = rng.uniform(0.6, 0.75)
+        for epoch in range(1, epochs + 1):
+            level = top - (top - 0.45) * np.exp(-epoch / rng.uniform(0.7, 2.0))
+            value = round(float(level + rng.normal(0, np.sqrt(level * (1 - level) / n))) * n) / n
+            rows.append({"lr": lr, "epoch": epoch, "validation": value,
+                         "loss": float(1.6 * np.exp(-epoch / 3) * rng.uniform(0.5, 1.5))})  # fmt: skip
+    return rows, n
 
 
-def check_best_setting(student_fn, *, seed: int = 0) -> None:
-    """Exercise 12.3: ``best_setting(sweep) -> (lr, epoch)`` of the best validation accuracy.
+def one_standard_error_choice(sweep: list[dict], n_validation: int) -> tuple[float, int]:
+    """The rule of exercise 12.3 (the check's own answer): the fewest epochs, then the smallest
+    learning rate, among the rows whose validation accuracy is within one standard error
+    sqrt(a (1 - a) / n) of the best accuracy a."""
+    best = max(r["validation"] for r in sweep)
+    se = np.sqrt(best * (1 - best) / n_validation)
+    near = [r for r in sweep if r["validation"] >= best - se - 1e-12]
+    row = min(near, key=lambda r: (r["epoch"], r["lr"]))
+    return row["lr"], row["epoch"]
 
-    Seed 0 uses the sweep shipped with the course; other seeds a random sweep.
+
+def _sweep_case(seed: int) -> tuple[list[dict], int]:
+    """Seed 0: the sweep shipped with the course; others: made-up ones with no row on the edge
+    of the one-standard-error band (so float rounding cannot decide the answer)."""
+    if seed == 0:
+        return shipped_sweep(), N_VALIDATION
+    rng = hidden_rng(seed, 123)
+    while True:
+        sweep, n = _random_sweep(rng)
+        best = max(r["validation"] for r in sweep)
+        edge = best - np.sqrt(best * (1 - best) / n)
+        if all(abs(r["validation"] - edge) > 1e-6 for r in sweep):
+            return sweep, n
+
+
+def _check_sweep_predictions(ex: str, largest_lr_wins, last_epoch_best) -> None:
+    """The predictions the student wrote down before looking at the shipped sweep (graded: the
+    grader runs the notebook in order, so the values checked are the ones set before the cell
+    that prints the sweep)."""
+    sweep = shipped_sweep()
+    best = max(sweep, key=lambda r: r["validation"])
+    truth = {
+        "largest_lr_wins": best["lr"] == max(r["lr"] for r in sweep),
+        "last_epoch_best": best["epoch"] == max(r["epoch"] for r in sweep),
+    }
+    for name, got in (("largest_lr_wins", largest_lr_wins), ("last_epoch_best", last_epoch_best)):
+        if not isinstance(got, (bool, np.bool_)):
+            raise ExerciseError(ex, f"{name}: expected your prediction, True or False, got "
+                                f"{type(got).__name__} {got!r:.40}.",
+                                "write your prediction down BEFORE you look at the sweep: "
+                                f"{name} = True or {name} = False.")  # fmt: skip
+    why = {
+        "largest_lr_wins": "the best row of the shipped sweep is not at the largest learning "
+        "rate: a larger step soon fits the 384 sentences, and its accuracy stops rising.",
+        "last_epoch_best": "the best row is not at the last epoch: after a few epochs the "
+        "validation accuracy only wobbles by about its own noise, up and down.",
+    }
+    wrong = [n for n, g in (("largest_lr_wins", largest_lr_wins),
+                            ("last_epoch_best", last_epoch_best)) if bool(g) != truth[n]]  # fmt: skip
+    if wrong:
+        n = wrong[0]
+        raise ExerciseError(ex, f"your prediction {n} = {not truth[n]} did not hold on the shipped "
+                            "sweep.", why[n] if not truth[n] else "it held the other way.")  # fmt: skip
+
+
+def check_best_setting(
+    student_fn, largest_lr_wins=None, last_epoch_best=None, *, seed: int = 0
+) -> None:
+    """Exercise 12.3 (predict, then choose): two predictions about the shipped sweep written
+    down first (``largest_lr_wins``, ``last_epoch_best``: True or False), then
+    ``best_setting(sweep, n_validation) -> (lr, epoch)`` by a rule that counts the validation
+    sample's noise: of the rows within one standard error of the best validation accuracy, the
+    fewest epochs, then the smallest learning rate.
+
+    Seed 0 uses the sweep shipped with the course (192 validation sentences); other seeds a
+    made-up sweep and sample size. A wrong choice is told which rule it followed, never the row.
     """
     ex = "12.3"
-    sweep = shipped_sweep() if seed == 0 else _random_sweep(np.random.default_rng(seed))
-    answer = call_student(ex, student_fn, [dict(r) for r in sweep])
+    _check_sweep_predictions(ex, largest_lr_wins, last_epoch_best)
+    sweep, n = _sweep_case(seed)
+    answer = call_student(ex, student_fn, [dict(r) for r in sweep], n)
     if not (isinstance(answer, (tuple, list)) and len(answer) == 2):
         raise ExerciseError(
-            ex, f"expected a pair (lr, epoch), got {answer!r}.",
+            ex, f"expected a pair (lr, epoch), got {answer!r:.80}.",
             "return a tuple like (0.001, 2): the row's 'lr' and 'epoch'.",
         )  # fmt: skip
     try:
         lr, epoch = float(answer[0]), int(answer[1])
     except (TypeError, ValueError):
         raise ExerciseError(
-            ex, f"lr must be a number and epoch an integer, got {answer!r}."
+            ex, f"lr must be a number and epoch an integer, got {answer!r:.80}."
         ) from None
-    best = max(r["validation"] for r in sweep)
     chosen = [r for r in sweep if np.isclose(lr, r["lr"]) and epoch == r["epoch"]]
     if not chosen:
         raise ExerciseError(
             ex, f"({lr}, {epoch}) is not a row of the sweep.",
             "return the 'lr' and the 'epoch' of one row of the sweep.",
         )  # fmt: skip
-    if chosen[0]["validation"] == best:
-        passed(ex, f"best validation accuracy {best:.3f}")
+    want_lr, want_epoch = one_standard_error_choice(sweep, n)
+    if np.isclose(lr, want_lr) and epoch == want_epoch:
+        passed(ex, "a setting chosen with the noise of the validation sample in mind")
         return
-    hint = "pick the row with the largest 'validation' value."
-    if chosen[0]["loss"] == min(r["loss"] for r in sweep):
-        hint = "the lowest training loss is not the best model: choose by validation accuracy."
-    elif epoch == max(r["epoch"] for r in sweep):
-        hint = "the last epoch is not always the best: choose by validation accuracy."
-    raise ExerciseError(
-        ex,
-        f"validation accuracy of ({lr}, {epoch}) is {chosen[0]['validation']:.3f}; "
-        f"another row reaches {best:.3f}.",
-        hint,
-    )
+    best = max(r["validation"] for r in sweep)
+    se = np.sqrt(best * (1 - best) / n)
+    row = chosen[0]
+    what = (f"on a sweep with {n} validation sentences you kept (lr {lr:g}, epoch {epoch}), "
+            f"validation accuracy {row['validation']:.3f}")  # fmt: skip
+    if row["loss"] == min(r["loss"] for r in sweep):
+        hint = ("the lowest training loss is not the best model: choose by validation accuracy, "
+                "counting its noise.")  # fmt: skip
+    elif row["validation"] < best - se - 1e-12:
+        hint = ("that row's accuracy is more than one standard error below the best one: is your "
+                "band wider than one standard error? Keep only the rows within "
+                "sqrt(a (1 - a) / n_validation) of the best accuracy a.")  # fmt: skip
+    elif row["validation"] == best and (row["epoch"] > want_epoch or row["lr"] > want_lr):
+        hint = ("that is the strict best of one noisy measurement: rows within one standard "
+                "error of it are as good as far as this sample can tell. Of those, keep the fewest "
+                "epochs, then the smallest learning rate.")  # fmt: skip
+    elif row["epoch"] == want_epoch:
+        hint = "among the rows with the fewest epochs in the band, keep the smallest learning rate."
+    elif row["epoch"] > want_epoch:
+        hint = ("another row within one standard error of the best needs fewer epochs: the rule "
+                "keeps the fewest epochs first, then the smallest learning rate.")  # fmt: skip
+    else:
+        hint = ("your row has fewer epochs than the rule allows: is your band wider than one "
+                "standard error, sqrt(a (1 - a) / n_validation) with a the best accuracy?")  # fmt: skip
+    raise ExerciseError(ex, what + ".", hint)
 
 
 def check_paired_counts(student_fn, *, seed: int = 0) -> None:

@@ -13,8 +13,10 @@ from ..grouped_query import kv_cache_bytes, repeat_kv
 from ..rmsnorm import rms_norm
 from ..rope import halves_to_interleaved, rope
 from . import Built, ExerciseError, call_student, check_array, hidden_rng, passed
+from .given import ROPE_FAULTS, mystery_rope, rope_with_fault
 
-__all__ = ["check_rotate_pairs", "check_rms_norm", "check_repeat_kv_heads", "check_cache_values"]
+__all__ = ["check_rotate_pairs", "check_rms_norm", "check_repeat_kv_heads", "check_cache_values",
+           "check_diagnose_rope", "ROPE_FAULTS", "mystery_rope"]  # fmt: skip
 
 # The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
 # an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
@@ -23,6 +25,7 @@ REFERENCES = {
     "13.2": ("course_lib.rmsnorm.rms_norm", "course_lib.nn.norms.RMSNorm"),
     "13.3": ("course_lib.grouped_query.repeat_kv",),
     "13.4": ("course_lib.grouped_query.kv_cache_bytes",),
+    "13.5": (),
 }
 
 
@@ -196,15 +199,48 @@ def _hidden_models(seed: int) -> list[dict]:
     return models
 
 
-def check_cache_values(student_fn, *, seed: int = 0) -> None:
-    """Exercise 13.4: ``cache_values(model, seq_len, batch)``, the number of values in the KV
-    cache of the ModernLM it is given, after one forward pass over a (batch, seq_len) input.
+PREDICTION_MODEL = {"num_layers": 3, "d_model": 32, "num_heads": 8, "seq_len": 10, "batch": 2}
+
+
+def _check_cache_prediction(ex: str, predicted) -> None:
+    """The three predictions of exercise 13.4 (values in the cache for k = 8, 4, 1 KV heads),
+    written before the measurement. Graded for their reasoning, not their luck: they must scale
+    with k as the cache does (k = 8 twice k = 4, eight times k = 1), and k = 8 must lie within a
+    factor of 2 of the true count (one forgotten factor of 2, such as K and V, is allowed)."""
+    m = PREDICTION_MODEL
+    true = {k: kv_cache_bytes(m["num_layers"], k, m["d_model"] // m["num_heads"], m["seq_len"],
+                              m["batch"], bytes_per_value=1) for k in (8, 4, 1)}  # fmt: skip
+    if not (isinstance(predicted, (tuple, list)) and len(predicted) == 3 and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0
+            for v in predicted)):  # fmt: skip
+        raise ExerciseError(ex, f"predicted: expected your three predictions (k = 8, k = 4, k = 1) "
+                            f"as positive integers, got {predicted!r:.80}.",
+                            "write them down BEFORE you measure: predicted = (..., ..., ...).")  # fmt: skip
+    p8, p4, p1 = (int(v) for v in predicted)
+    if not (p8 == 2 * p4 and p8 == 8 * p1):
+        raise ExerciseError(ex, f"your predictions {p8}, {p4}, {p1} for k = 8, 4, 1 do not scale "
+                            "as the cache does.", "each KV head keeps its own keys and values, "
+                            "and nothing else in the cache depends on k: halve k, halve the "
+                            "cache.")  # fmt: skip
+    if not true[8] / 2 <= p8 <= true[8] * 2:
+        side = "low" if p8 < true[8] else "high"
+        raise ExerciseError(ex, f"your prediction for k = 8, {p8}, is more than a factor of 2 too "
+                            f"{side}.", "count the factors: K and V, layers, batch, tokens, KV "
+                            "heads, and the width of one head (d_model / num_heads).")  # fmt: skip
+
+
+def check_cache_values(student_fn, predicted=None, *, seed: int = 0) -> None:
+    """Exercise 13.4 (predict, then measure): ``predicted``, three predictions written first
+    (see :func:`_check_cache_prediction`), then ``cache_values(model, seq_len, batch)``, the
+    number of values in the KV cache of the ModernLM it is given, after one forward pass over a
+    (batch, seq_len) input.
 
     The model is built from a recipe where the student's code runs: the exercise's model (seed
     0) or a hidden configuration (other seeds: other widths, heads, KV heads and depths), so a
     formula with the exercise's numbers fails; the check counts with the library's formula.
     """
     ex = "13.4"
+    _check_cache_prediction(ex, predicted)
     rng = np.random.default_rng([13, 4, seed])
     for config in _hidden_models(seed):
         seq_len, batch = int(rng.integers(5, 40)), int(rng.integers(1, 4))
@@ -235,3 +271,41 @@ def check_cache_values(student_fn, *, seed: int = 0) -> None:
             side = "too low" if got < expected else "too high"
             raise ExerciseError(ex, f"{what}: your {int(got)} is {side}.", hint)
     passed(ex, "the KV cache, measured")
+
+
+_ROPE_PROBES = (  # (x, positions) on which the faults of exercise 13.5 rotate differently
+    (np.array([[1.0, 0.0, 1.0, 0.0]]), [1]),
+    (np.array([[0.0, 1.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0]]), [0, 3]),
+)
+
+
+def _rope_evidence(fault: str, said: str) -> str:
+    for x, positions in _ROPE_PROBES:
+        real, claimed = rope_with_fault(fault, x, positions), rope_with_fault(said, x, positions)
+        if not np.allclose(real, claimed):
+            return (f"try x = {x.tolist()}, positions = {positions}: a rope that is {said!r} "
+                    f"returns {np.round(claimed, 3).tolist()}, this one "
+                    f"{np.round(real, 3).tolist()}.")  # fmt: skip
+    return "call it on vectors and positions of your own and compare with 13.1's rotate_pairs."
+
+
+def check_diagnose_rope(student_fn, *, seed: int = 0) -> None:
+    """Exercise 13.5 (diagnose): ``diagnose_rope(rope) -> fault``, the bug of a rotary position
+    function found by calling it: one of ``ROPE_FAULTS``. Seed 0 gives the five in this order;
+    other seeds five drawn at random (repeats allowed). A wrong diagnosis is shown one input on
+    which the function and the diagnosed fault differ, not the answer."""
+    ex = "13.5"
+    faults = list(ROPE_FAULTS)
+    if seed:
+        rng = hidden_rng(seed, 135)
+        faults = [ROPE_FAULTS[int(i)] for i in rng.integers(0, len(ROPE_FAULTS), size=5)]
+    for k, fault in enumerate(faults, 1):
+        got = call_student(ex, student_fn, Built("course_lib.checks.given:mystery_rope",
+                                                 fault=fault))  # fmt: skip
+        if not isinstance(got, str) or got not in ROPE_FAULTS:
+            raise ExerciseError(ex, f"rope {k}: expected one of {', '.join(ROPE_FAULTS)}, got "
+                                f"{got!r:.60}.", "return the name of the fault as a string.")  # fmt: skip
+        if got != fault:
+            raise ExerciseError(ex, f"rope {k}: you diagnosed {got!r}, which does not explain "
+                                "what it does.", _rope_evidence(fault, got))  # fmt: skip
+    passed(ex, "a broken RoPE diagnosed from its outputs")

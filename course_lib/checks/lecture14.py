@@ -21,9 +21,10 @@ from ..data.instructions import (
 )
 from ..models.assistant import generate_replies, load_assistant
 from ..models.dpo import dpo_loss
-from . import ExerciseError, call_student, check_mistakes, passed
+from . import ExerciseError, call_student, check_mistakes, check_prediction, hidden_rng, passed
 
-__all__ = ["check_response_mask", "check_lora_forward", "check_dpo_losses", "check_accuracy"]
+__all__ = ["check_response_mask", "check_lora_forward", "check_dpo_losses", "check_accuracy",
+           "check_lora_break_even"]  # fmt: skip
 
 # The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
 # an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
@@ -32,6 +33,7 @@ REFERENCES = {
     "14.2": ("course_lib.models.lora.LoRALinear", "course_lib.models.lora.apply_lora"),
     "14.3": ("course_lib.models.dpo.dpo_loss",),
     "14.4": (),
+    "14.5": (),
 }
 
 _USER, _ASSISTANT, _END = 512, 513, 514
@@ -136,8 +138,9 @@ def check_lora_forward(student_fn, *, seed: int = 0) -> None:
         update = (x @ A.T) @ B.T
         base = x @ W.T + b
         mistakes = {
-            "scale the update by alpha / r, not by alpha (the bug of LLMs-from-scratch's LoRA, "
-            "its issue #821): with r = 1 the two agree, so the check uses r > 1.":
+            "scale the update by alpha / r, not by alpha (as peft and the LoRA paper do; "
+            "LLMs-from-scratch's LoRA scaled by alpha alone until its PR #823 of September "
+            "2025): with r = 1 the two agree, so the check uses r > 1.":
                 base + alpha * update,
             "the update is multiplied by the scaling alpha / r: you left it out.": base + update,
             "the scaling is alpha / r (alpha divided by the rank), not r / alpha.":
@@ -237,3 +240,51 @@ def check_accuracy(student_fn, *, seed: int = 0) -> None:
             hint = "keep only the instructions of the families asked for (x.family in families)."
         raise ExerciseError(ex, f"{what}:\n  expected {expected:.4f}\n  got      {got}", hint)
     passed(ex, "the tuned assistant, measured")
+
+
+# --- 14.5 ----------------------------------------------------------------------------------
+
+
+def lora_break_even(out_features: int, in_features: int) -> int:
+    """The smallest rank r at which LoRA on one (out, in) linear layer trains at least as many
+    parameters as fine-tuning that layer fully: r (in + out) >= out in + out (the weight and the
+    bias; LoRA's A is (r, in), B is (out, r), and the frozen bias stays frozen)."""
+    full = out_features * in_features + out_features
+    return -(-full // (in_features + out_features))  # ceil
+
+
+def check_lora_break_even(student_fn, *, seed: int = 0) -> None:
+    """Exercise 14.5 (predict, then measure): ``lora_break_even(out_features, in_features)``,
+    worked out, not measured: the rank from which LoRA saves nothing. Seed 0: the lecture's
+    128 x 128 maps and a GPT-2 MLP's 3072 x 768; other seeds hidden shapes. A wrong answer is
+    told too low or too high and why, never the value."""
+    ex = "14.5"
+    shapes = [(128, 128), (3072, 768), (1, 1)]
+    if seed:
+        rng = hidden_rng(seed, 145)
+        shapes = [(int(o), int(i)) for o, i in rng.integers(1, 5000, size=(3, 2))]
+    for out_f, in_f in shapes:
+        got = call_student(ex, student_fn, out_f, in_f)
+        want = lora_break_even(out_f, in_f)
+        hints = {
+            (out_f * in_f + out_f) // (in_f + out_f): "round UP: at the floor LoRA still trains "
+            "fewer parameters than the layer (whose bias, out numbers, full fine-tuning trains "
+            "too, while LoRA leaves it frozen).",
+            min(out_f, in_f): "that is where LoRA's update stops being low-rank (a full-rank "
+            "B A), not where its parameter count catches up: count r (in + out) against out in "
+            "+ out.",
+            -(-(out_f * in_f + out_f) // in_f): "LoRA trains A (r x in) AND B (out x r): r (in + "
+            "out) parameters, not r in.",
+        }
+        hints.pop(want, None)
+        check_prediction(
+            ex, got, want,
+            what=f"lora_break_even({out_f}, {in_f}), the smallest rank at which LoRA trains as "
+            "many parameters as the full layer",
+            too_low="at that rank LoRA's A and B still hold fewer numbers than the layer's weight "
+            "and bias: r (in + out) < out in + out.",
+            too_high="a smaller rank already trains as many parameters: r (in + out) >= out in + "
+            "out.",
+            hints=hints, not_int="return the rank, a Python int.",
+        )  # fmt: skip
+    passed(ex, "where LoRA stops saving parameters")

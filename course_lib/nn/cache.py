@@ -38,6 +38,11 @@ class LayerKVCache:
             self.values = torch.cat([self.values, v], dim=-2)
         return self.keys, self.values
 
+    def crop(self, n: int) -> None:
+        """Keep only the first ``n`` positions (speculative decoding drops rejected drafts)."""
+        if self.keys is not None:
+            self.keys, self.values = self.keys[..., :n, :], self.values[..., :n, :]
+
     def _check_new(self, k, v) -> None:
         """append's door: 4-D k and v that agree with each other and with the cached ones."""
         for name, t in (("k", k), ("v", v)):
@@ -111,6 +116,12 @@ class KVCache:
     def numel(self) -> int:
         """How many numbers the cache holds (keys and values of all layers and sequences)."""
         return sum(c.keys.numel() + c.values.numel() for c in self.layers if c.keys is not None)
+
+    def crop(self, n: int) -> None:
+        """Keep only the first ``n`` positions of every layer (as ``transformers``'
+        ``DynamicCache.crop``): the cache then holds what it held after reading ``n`` tokens."""
+        for layer in self.layers:
+            layer.crop(n)
 
     def check_fits(self, num_layers: int, batch: int, kv_heads: int, d_head: int) -> None:
         """Refuse a cache filled by another model (other layer count or shapes) or batch."""

@@ -5,10 +5,11 @@
 
 How a notebook is graded:
 
-1. **Identity.** The notebook is read as plain JSON (any malformed file gives a "not gradable"
-   row). Its lecture is the official exercise notebook (``exercises/``) whose cells it contains,
-   judged by content, never by file name or metadata; a file name whose lecture number
-   disagrees is reported. Everything official (templates, ``course_lib``, the checks) is loaded
+1. **Identity.** The notebook is read as plain JSON, from a regular file only (a symbolic link,
+   FIFO or device is refused, never followed; at most 20 MB + 1 byte is read); any malformed
+   file gives a "not gradable" row. Its lecture is the official exercise notebook
+   (``exercises/``) whose cells it contains, judged by content, never by file name or metadata;
+   a file name whose lecture number disagrees is reported. Everything official (templates, ``course_lib``, the checks) is loaded
    once, before any student code runs.
 2. **Sandbox.** The notebook runs in a fresh IPython process (``tools/grading/grade_kernel.py``) that
    inherits nothing but its two pipes. On Linux (``tools/grading/grade_sandbox.py``): new mount, PID,
@@ -17,7 +18,10 @@ How a notebook is graded:
    keys (the repository, ``solutions/`` and ``.git`` do not exist there); all writable space one size-limited tmpfs; ``/proc/sys`` read-only; never host root
    (an unprivileged uid of its own when the grader is root); no capabilities; pids and memory
    limits for the whole group (``tools/grading/limits.py``: a cgroup where one can be made,
-   otherwise ``RLIMIT_NPROC``). Elsewhere it runs without that isolation, and the grader says so.
+   otherwise ``RLIMIT_NPROC``); a new session keyring; a seccomp filter (file locks without
+   effect; no inotify, fanotify, mincore or keys). Elsewhere it runs without that isolation,
+   and the grader says so. Every read and write to it shares the notebook's deadline, and a
+   watchdog kills its processes when that passes.
 3. **Official cells.** Cells are matched to the template by id, then by content: official cells
    run as in the template (an edited or deleted one is restored), the student's answer cells and
    extra cells run as written. Check cells are not run in the sandbox.
@@ -37,8 +41,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 # The grader lives in tools/grading/ (one module per idea); its names stay reachable as
@@ -109,10 +115,13 @@ def main(argv: list[str]) -> int:
     if not args.paths and os.environ.get("NB"):  # `make grade NB=...` passes the name this way
         args.paths = [Path(os.environ["NB"])]
     files: list[Path] = []
-    for p in args.paths:
+    for p in args.paths:  # rglob lists links and FIFOs (reported) but never enters a linked folder
         files += sorted(p.rglob("*.ipynb")) if p.is_dir() else [p]
     if not files:
         parser.error("no notebooks found")
+    problem = _invalid(args, files)
+    if problem:  # before anything is graded: a clear message, exit 2
+        parser.error(problem)
     print(f"note: {isolation()}.", file=sys.stderr)
     options = {"timeout": args.timeout, "memory_mb": args.memory_mb,
                "max_processes": args.max_processes, "disk_mb": args.disk_mb}  # fmt: skip
@@ -125,6 +134,48 @@ def main(argv: list[str]) -> int:
         write_csv(results, args.csv)
         print(f"\nwrote {args.csv}")
     return 0 if all(r.all_passed for r in results) else 1
+
+
+def _invalid(args, files: list[Path]) -> str | None:
+    """Why these arguments cannot grade a class (None: they can)."""
+    if not (math.isfinite(args.timeout) and 0 < args.timeout <= 86400):
+        return f"--timeout must be a number of seconds from 0 to 86400, got {args.timeout!r}"
+    for name, least in (("jobs", 1), ("memory_mb", 256), ("max_processes", 8), ("disk_mb", 1)):
+        if getattr(args, name) < least:
+            flag = "--" + name.replace("_", "-")
+            return f"{flag} must be at least {least}, got {getattr(args, name)}"
+    if args.hidden_seed is not None and not 1 <= args.hidden_seed < 2**31:
+        return f"--hidden-seed must be an integer from 1 to 2**31 - 1, got {args.hidden_seed}"
+    if args.csv is not None:
+        return _csv_problem(args.csv, files)
+    return None
+
+
+def _csv_problem(csv: Path, files: list[Path]) -> str | None:
+    """Why ``csv`` cannot take the class's rows (checked before grading, not after)."""
+    if csv.suffix.lower() == ".ipynb" or any(
+        os.path.realpath(csv) == os.path.realpath(f) for f in files
+    ):
+        return f"--csv {csv} is a notebook: give a new file name ending in .csv"
+    folder = csv.parent
+    if not folder.is_dir():
+        return f"--csv {csv}: the folder {folder} does not exist"
+    if csv.is_dir():
+        return f"--csv {csv} is a folder: give a file name ending in .csv"
+    if csv.exists() or csv.is_symlink():
+        if not csv.is_file():
+            return f"--csv {csv} exists and is not a regular file"
+        with open(csv, "rb") as fh:
+            if fh.read(64).lstrip().startswith(b"{"):
+                return f"--csv {csv} holds JSON (a notebook?): give a new file name"
+        if not os.access(csv, os.W_OK):
+            return f"--csv {csv} is not writable"
+        return None
+    try:  # the folder is writable: try it (access() says yes to root on a read-only mount)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as exc:
+        return f"--csv {csv}: cannot write in {folder} ({exc.strerror})"
+    return None
 
 
 def file_digest(paths: list[Path]) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tools.notebooks.make_exercises import CODE_STUB, MARKDOWN_STUB
 
+from .grade_kernel import library_fingerprints
 from .notebook import Cell, NotGradable, exercise_id
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,6 +138,8 @@ class Course:
         official = _official(exercises) + (_official(quizzes) if quizzes else [])
         self.templates = {p.stem: load_template(p, text) for p, text in official}
         self.library = sandbox_library(library, self.templates.values())
+        # who each course_lib function is, by content: the sandbox's record of reached code
+        self.fingerprints = library_fingerprints(self.library)
         here = Path(__file__).parent  # the student-side files of this package
         self.kernel_files = {
             name: (here / name).read_bytes() for name in ("grade_kernel.py", "grade_sandbox.py")

@@ -24,6 +24,7 @@ The grader imports this module too, for the codec.
 
 from __future__ import annotations
 
+import _tracemalloc
 import base64
 import io
 import json
@@ -31,8 +32,12 @@ import math
 import os
 import struct
 import sys
+from types import CodeType
 
 MAX_MESSAGE = 64 * 2**20  # bytes; a larger answer is refused ("too much data")
+# JSON values in one message (an array counts as one): a reply of millions of tiny lists would
+# cost the grader ~100 bytes each to parse and decode.
+MAX_ELEMENTS = 2**21
 # The only record kinds decode() accepts (anything else is "bad message"), and the only bit
 # generators a "generator" record may name.
 KINDS = ("int", "float", "tuple", "dict", "ndarray", "objarray", "npscalar", "tensor",
@@ -67,9 +72,22 @@ def _npy(arr) -> str:
 
 
 def _from_npy(text: str):
+    """The array of a ``.npy`` text, refused unless its header's shape and dtype account for
+    exactly the bytes sent (numpy would first allocate whatever shape a header claims)."""
     import numpy as np
 
-    return np.load(io.BytesIO(base64.b64decode(text)), allow_pickle=False)
+    data = base64.b64decode(text)
+    buf = io.BytesIO(data)
+    fmt = np.lib.format
+    version = fmt.read_magic(buf)
+    if version not in ((1, 0), (2, 0)):
+        raise ValueError(f"bad message: .npy version {version}")
+    read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+    shape, _, dtype = read_header(buf)
+    if dtype.hasobject or math.prod(shape) * dtype.itemsize != len(data) - buf.tell():
+        raise ValueError("bad message: an array's header does not match its data")
+    buf.seek(0)
+    return np.load(buf, allow_pickle=False)
 
 
 def encode(x, depth: int = 0):
@@ -94,7 +112,7 @@ def encode(x, depth: int = 0):
         }
     if np is not None and isinstance(x, np.ndarray):
         if x.dtype.kind in "biufcUS":
-            return {"t": "ndarray", "npy": _npy(np.ascontiguousarray(x))}
+            return {"t": "ndarray", "npy": _npy(x)}  # any layout, any shape (0-d stays 0-d)
         return {
             "t": "objarray",
             "shape": list(x.shape),
@@ -149,12 +167,23 @@ def encode_argument(x):
     return tree
 
 
-def decode(t, build=None):
-    """The value of an :func:`encode` tree: builtins, numpy, torch only (never pickle)."""
+def decode(t, build=None, budget: int = 0):
+    """The value of an :func:`encode` tree: builtins, numpy, torch only (never pickle).
+
+    At most ``budget`` (default :data:`MAX_ELEMENTS`) records and values are decoded (an array
+    is one, its bytes are bounded by the message): a reply of millions of empty lists is refused,
+    not built ("bad message: more than ... elements")."""
+    return _decode(t, build, [budget or MAX_ELEMENTS])
+
+
+def _decode(t, build, left: list[int]):
+    left[0] -= 1
+    if left[0] < 0:
+        raise ValueError(f"bad message: more than {MAX_ELEMENTS:,} elements")
     if t is None or type(t) in (bool, int, float, str):
         return t
     if type(t) is list:
-        return [decode(v, build) for v in t]
+        return [_decode(v, build, left) for v in t]
     if type(t) is not dict:
         raise ValueError(f"bad message: {type(t).__name__}")
     kind = t.get("t")
@@ -165,16 +194,16 @@ def decode(t, build=None):
     if kind == "float":
         return float(t["v"])
     if kind == "tuple":
-        return tuple(decode(v, build) for v in t["v"])
+        return tuple(_decode(v, build, left) for v in t["v"])
     if kind == "dict":
-        return {decode(k, build): decode(v, build) for k, v in t["v"]}
+        return {_decode(k, build, left): _decode(v, build, left) for k, v in t["v"]}
     if kind == "ndarray":
         return _from_npy(t["npy"])
     if kind == "objarray":
         import numpy as np
 
         arr = np.empty(len(t["v"]), dtype=object)
-        arr[:] = [decode(v, build) for v in t["v"]]
+        arr[:] = [_decode(v, build, left) for v in t["v"]]
         return arr.reshape([int(s) for s in t["shape"]])
     if kind == "npscalar":
         return _from_npy(t["npy"])[()]
@@ -185,7 +214,7 @@ def decode(t, build=None):
     if kind == "generator":
         import numpy as np
 
-        state = decode(t["state"], build)
+        state = _decode(t["state"], build, left)
         name = state.get("bit_generator") if isinstance(state, dict) else None
         if name not in BIT_GENERATORS:  # never getattr on a name the notebook chose
             raise ValueError(f"bad message: unknown bit generator {str(name)[:40]!r}")
@@ -195,7 +224,7 @@ def decode(t, build=None):
     if kind == "built":
         if build is None:
             raise ValueError("a Built recipe is only built on the student's side")
-        return build(t["factory"], decode(t["kwargs"], build))
+        return build(t["factory"], _decode(t["kwargs"], build, left))
     if kind == "opaque":
         return _opaque(str(t.get("type", "object")), str(t.get("repr", ""))[:300])
     raise AssertionError(kind)  # every kind of KINDS is decoded above
@@ -204,11 +233,16 @@ def decode(t, build=None):
 # --- framing ------------------------------------------------------------------------------------
 
 
-def send(fd: int, message) -> None:
+def frame(message) -> bytes:
+    """``message`` as sent: a 4-byte length, then its JSON (``toolarge`` past MAX_MESSAGE)."""
     data = json.dumps(message, allow_nan=False).encode()
     if len(data) > MAX_MESSAGE:
         data = json.dumps({"toolarge": len(data)}).encode()
-    data = struct.pack("!I", len(data)) + data
+    return struct.pack("!I", len(data)) + data
+
+
+def send(fd: int, message) -> None:
+    data = frame(message)
     while data:
         data = data[os.write(fd, data) :]
 
@@ -222,6 +256,11 @@ def _read_exactly(fd: int, n: int) -> bytes:
         chunks.append(chunk)
         got += len(chunk)
     return b"".join(chunks)
+
+
+def elements(data: bytes) -> int:
+    """An upper bound on the JSON values in ``data`` (``.npy`` texts are base64: no ``[{,``)."""
+    return data.count(b"[") + data.count(b"{") + data.count(b",") + 1
 
 
 def receive(fd: int):
@@ -258,18 +297,78 @@ def _shell():
     return InteractiveShell.instance(config=config)
 
 
+def _constant(c) -> str:
+    """A code constant as text, the same in every process (sets sorted: string hashes vary)."""
+    if isinstance(c, CodeType):
+        return fingerprint(c)
+    if isinstance(c, (tuple, frozenset)):
+        items = [_constant(x) for x in c]
+        if isinstance(c, frozenset):
+            items.sort()
+        return f"{type(c).__name__}({', '.join(items)})"
+    return repr(c)
+
+
+def fingerprint(code: CodeType) -> str:
+    """Which code this is, whatever file it claims or was loaded from: a hash of its name, first
+    line, bytecode, constants (nested code by fingerprint), names and variables. A copy of a
+    course_lib file, a symlinked package and a code object re-homed with ``replace(co_filename=...)``
+    have the fingerprint of the original; ``co_filename`` is not part of it."""
+    text = repr((code.co_code, [_constant(c) for c in code.co_consts], code.co_names,
+                 code.co_varnames, code.co_freevars, code.co_cellvars))  # fmt: skip
+    import hashlib  # here: 14 ms to import, and the kernel hashes only course_lib's names
+
+    digest = hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
+    return f"{_where(code)}:{digest}"
+
+
+def _where(code: CodeType) -> str:
+    """The cheap part of a fingerprint (name and first line): most code is told apart by it."""
+    return f"{code.co_qualname}:{code.co_firstlineno}"
+
+
+def library_fingerprints(files: dict[str, bytes]) -> dict[str, str]:
+    """``{fingerprint: "module.qualname"}`` of every function and class body in these course_lib
+    files (``{"course_lib/rope.py": source}``), compiled here, never imported."""
+    table: dict[str, str] = {}
+    for path, data in files.items():
+        if not path.endswith(".py"):
+            continue
+        module = path[:-3].replace("/", ".").removesuffix(".__init__")
+        try:
+            top = compile(data, path, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):
+            continue
+        table[fingerprint(top)] = f"{module}.<module>"  # what runs class bodies on import
+        todo = [c for c in top.co_consts if isinstance(c, CodeType)]
+        while todo:
+            code = todo.pop()
+            table[fingerprint(code)] = f"{module}.{code.co_qualname}"
+            todo += [c for c in code.co_consts if isinstance(c, CodeType)]
+    return table
+
+
 class Watch:
     """Which course_lib functions the student's code calls, recorded in the student's process.
 
     An audit hook (``sys.addaudithook``: it cannot be removed) is installed before any student
     code runs, and a profile hook is set for each watched op only (the grader's call of a
-    student function, a student's cell). The profile hook records every course_lib function
-    entered from code outside course_lib: the reference however the student reached it
-    (``import``, ``__import__("course" + "_lib.rope")``, ``importlib``, ``sys.modules``, an
-    attribute walk, a check's ``__globals__``), but not what course_lib calls inside itself (a
-    helper that uses the reference is the helper's business). The audit hook records what would
-    switch the record off or search for it during a watched op: ``sys.setprofile`` and
-    ``sys.settrace`` (except a new thread's own start), the ``gc`` object walks.
+    student function, a student's cell). Code is course_lib's when its :func:`fingerprint` is
+    one of course_lib's, computed by the grader from its own files before the kernel started
+    (``fingerprints``): whatever file name it claims, wherever it was loaded from (a copy in the
+    working folder, a symlinked package, a re-homed code object). The profile hook records every
+    course_lib function entered from code outside course_lib, or from course_lib code that does
+    not name it (``best_time(rope, ...)`` calls what it was given): the reference however the
+    student reached it, but not what course_lib calls by name inside itself (a helper that uses
+    the reference is the helper's business). Entering TorchScript (``torch.jit``) is recorded as
+    tampering: the compiled code runs without Python frames (so is ``torch.compile``).
+
+    The audit hook records, during a watched op, what switches the record off or searches for it
+    (``sys.setprofile``/``settrace`` but a new thread's own start, the ``gc`` object walks,
+    ``sys._current_frames``) and what runs code out of its sight (``os.fork``, ``subprocess``,
+    ``os.exec*``, ``os.posix_spawn``, ``os.system``); during the grader's calls also frame
+    inspection (``sys._getframe``: ``inspect.stack()``), a thread or process started (the PID
+    namespace's last pid moved) and a thread started without ``threading`` running at the call.
 
     The process is the student's: code that finds this object (e.g. through
     ``sys.getprofile()``) can change its record. The grader therefore also reads the answer's
@@ -277,38 +376,114 @@ class Watch:
     """
 
     SUSPECT = ("sys.setprofile", "sys.settrace", "gc.get_referrers", "gc.get_referents",
-               "gc.get_objects", "sys._current_frames")  # fmt: skip
+               "gc.get_objects", "sys._current_frames", "os.fork", "os.forkpty", "os.exec",
+               "os.posix_spawn", "os.spawn", "os.system", "subprocess.Popen", "pty.spawn",
+               "_thread.start_new_thread")  # fmt: skip
+    IN_CALLS = ("sys._getframe",)  # torch and matplotlib imports use it in cells
+    COMPILERS = {("torch/jit/_script.py", "script"), ("torch/jit/_trace.py", "trace"),
+                 ("torch/jit/_trace.py", "trace_module"), ("torch/jit/_serialization.py", "load"),
+                 ("torch/__init__.py", "compile")}  # fmt: skip
+    LAST_PID = "/proc/sys/kernel/ns_last_pid"
 
-    def __init__(self, lib: str):
-        self.lib = os.path.join(lib, "course_lib") + os.sep
-        self.active, self.reached, self.tamper = False, set(), set()
+    def __init__(
+        self, lib: str, fingerprints: dict[str, str] | None = None, own_pids: bool = False
+    ):
+        self.table = fingerprints or {}
+        self.wheres = {fp.rsplit(":", 1)[0] for fp in self.table}  # hash only these
+        self.lib = os.path.join(lib, "course_lib") + os.sep  # without a table: by file name
+        self.known: dict[int, tuple] = {}  # id(code) -> (code, course_lib name or None)
+        self.active, self.calling, self.reached, self.tamper = False, False, set(), set()
+        self.own_pids = own_pids  # a PID namespace of its own: its last pid is ours to watch
+        self._last_pid: int | None = None
+        self._busy = False
+        import _thread
         import threading
 
-        self._threading = threading
+        self._thread, self._threading = _thread, threading
 
     def audit(self, event: str, args) -> None:
-        if not self.active:
+        if not self.active or self._busy:
             return
-        if event == "open" and args and "clear_refs" in str(args[0]):
-            self.tamper.add("open clear_refs")
-            return
-        if event not in self.SUSPECT:
-            return
-        if event == "sys.setprofile":  # a new thread installs the profile hook it was given
-            caller = sys._getframe(1).f_code.co_filename
-            if caller == getattr(self._threading, "__file__", None):
-                return
-        self.tamper.add(event)
+        self._busy = True  # sys._getframe below is audited too
+        try:
+            if event == "open" and args and "clear_refs" in str(args[0]):
+                self.tamper.add("open clear_refs")
+            elif event in self.SUSPECT or (self.calling and event in self.IN_CALLS):
+                if event == "sys.setprofile":  # a new thread installs the profile it was given
+                    caller = sys._getframe(1).f_code.co_filename
+                    if caller == getattr(self._threading, "__file__", None):
+                        return
+                if event == "sys._getframe" and self._importing():
+                    return  # a module's own import-time code (torch's), not the answer's
+                self.tamper.add("frame inspection (sys._getframe)"
+                                if event == "sys._getframe" else event)  # fmt: skip
+        finally:
+            self._busy = False
+
+    @staticmethod
+    def _importing() -> bool:
+        frame, depth = sys._getframe(2), 0
+        while frame is not None and depth < 500:
+            if frame.f_code.co_filename.startswith("<frozen importlib"):
+                return True
+            frame, depth = frame.f_back, depth + 1
+        return False
+
+    def _name(self, code: CodeType) -> str | None:
+        """course_lib's name for this code, or None (cached by identity; the code kept alive)."""
+        hit = self.known.get(id(code))
+        if hit is None or hit[0] is not code:
+            if self.table:
+                name = self.table.get(fingerprint(code)) if _where(code) in self.wheres else None
+            else:
+                name = code.co_qualname if code.co_filename.startswith(self.lib) else None
+            where = code.co_filename.rsplit("site-packages/", 1)[-1]
+            if name is None and (where, code.co_name) in self.COMPILERS:
+                name = "TorchScript"
+            hit = self.known[id(code)] = (code, name)
+        return hit[1]
 
     def profile(self, frame, event, arg) -> None:
-        if event == "call" and frame.f_code.co_filename.startswith(self.lib):
-            back = frame.f_back
-            if back is None or not back.f_code.co_filename.startswith(self.lib):
-                name = frame.f_globals.get("__name__", "?")
-                self.reached.add(f"{name}.{frame.f_code.co_qualname}")
+        if event != "call":
+            return
+        code = frame.f_code
+        name = self._name(code)
+        if name is None:
+            return
+        if name == "TorchScript":
+            self.tamper.add("compiles TorchScript (torch.jit, torch.compile)")
+            return
+        if name.endswith(".<module>"):  # an import: what it defines is not called yet
+            return
+        back = frame.f_back
+        if back is None or self._name(back.f_code) is None:
+            self.reached.add(name)
+        elif code.co_name not in back.f_code.co_names and (
+            code.co_qualname.split(".")[0] not in back.f_code.co_names
+        ):
+            self.reached.add(name)  # course_lib calling what it was handed (best_time(f))
 
-    def start(self) -> None:
-        self.reached, self.tamper = set(), set()
+    def _pids(self) -> tuple[bytes, set[int]]:
+        """The namespace's last pid, and threads not started by ``threading``."""
+        last = b""
+        if self.own_pids:
+            try:
+                if self._last_pid is None:
+                    self._last_pid = os.open(self.LAST_PID, os.O_RDONLY | os.O_CLOEXEC)
+                last = os.pread(self._last_pid, 32, 0)
+            except OSError:  # closed by the notebook: opened again next time
+                self._last_pid = None
+        if self._thread._count() == 0:  # no thread but the main one
+            return last, set()
+        known = {t.ident for t in self._threading.enumerate()}
+        return last, set(sys._current_frames()) - known
+
+    def start(self, calling: bool = False) -> None:
+        self.reached, self.tamper, self.calling = set(), set(), calling
+        if calling:
+            self.pids, raw = self._pids()
+            if raw:
+                self.tamper.add("a thread started outside threading runs during the call")
         sys.setprofile(self.profile)
         self._threading.setprofile(self.profile)
         self.active = True
@@ -319,33 +494,50 @@ class Watch:
             self.tamper.add("the profile hook was replaced")
         sys.setprofile(None)
         self._threading.setprofile(None)
+        if self.calling:
+            pids, raw = self._pids()
+            if pids != self.pids:
+                self.tamper.add("a process or thread was started during the call")
+            if raw:
+                self.tamper.add("a thread started outside threading runs during the call")
+        self.calling = False
         return {"reached": sorted(self.reached)[:500], "tamper": sorted(self.tamper)}
 
 
-class Peak:
-    """The peak memory of one call of the student's function, measured two ways from a fresh
-    start: tracemalloc (the Python and numpy allocations, to the byte) and the process's
-    resident high-water mark (``VmHWM``, reset through ``/proc/self/clear_refs`` just before the
-    call: torch's memory too, and anything else malloc hands out). The reported peak is the
-    tracemalloc peak, or the resident one when that is larger than :attr:`RSS_FLOOR` (below it,
-    page faults of libraries and allocator caches make it noise).
+# tracemalloc's functions as they are before any student code runs
+_TRACEMALLOC = {name: getattr(_tracemalloc, name) for name in (
+    "start", "stop", "is_tracing", "get_traced_memory", "_get_object_traceback")}  # fmt: skip
 
-    During the call tracemalloc's ``stop``, ``start``, ``reset_peak`` and ``clear_traces`` are
-    replaced by functions that only record the attempt (reported as tampering), so the answer
-    cannot lower its own peak through them; opening ``clear_refs`` is seen by the audit hook.
-    The student's process could still undo this (its own memory is its own): the resident
-    measurement is the backstop for a full n x n matrix, which no reset hides after the fact.
+
+class Peak:
+    """The peak memory of one call of the student's function. The call runs in a fresh child
+    (:func:`_in_child`, a fork of the kernel) on inputs decoded there, and is measured three ways:
+
+    * tracemalloc, started fresh in the child (the Python and numpy allocations, to the byte),
+      through functions held before any student code ran;
+    * the child's resident high-water mark (``VmHWM``, reset through ``/proc/self/clear_refs``
+      just before the call: torch's memory too, and anything else malloc hands out);
+    * the child's private memory (``Private_*`` of ``smaps_rollup``), sampled every 2 ms by the
+      kernel that forked it, out of the call's reach. Everything the child shares with the
+      kernel was written before the call; every page the call writes becomes private, so a
+      buffer prepared in an earlier cell and filled in the call (``np.matmul(q, k.T, out=buf)``)
+      counts like one allocated in it ("resident memory at the start counted").
+
+    The reported peak is the tracemalloc peak, or the larger resident/private one when that is
+    above :attr:`RSS_FLOOR` (below it, page faults of libraries make it noise). During the call
+    tracemalloc's ``stop``, ``start``, ``reset_peak`` and ``clear_traces`` are replaced by
+    functions that only record the attempt, and a canary traced at the start shows any
+    stop/restart/clear made with functions saved beforehand (``_tracemalloc.stop``): both are
+    reported as tampering.
     """
 
     RSS_FLOOR = 16 * 2**20
     GUARDED = ("stop", "start", "reset_peak", "clear_traces")
 
     def __init__(self):
-        import _tracemalloc
         import tracemalloc
 
         self.modules = (tracemalloc, _tracemalloc)
-        self.traced = _tracemalloc.get_traced_memory  # held before any student code runs
         self.tampered: set[str] = set()
         self.saved: list = []
 
@@ -361,10 +553,10 @@ class Peak:
         return 0
 
     def start(self) -> None:
-        tracemalloc = self.modules[0]
-        if tracemalloc.is_tracing():  # the student's own tracing: ours starts fresh
-            tracemalloc.stop()
-        tracemalloc.start()
+        if _TRACEMALLOC["is_tracing"]():  # the student's own tracing: ours starts fresh
+            _TRACEMALLOC["stop"]()
+        _TRACEMALLOC["start"]()
+        self.canary = bytearray(64)  # traced from now on: gone from the traces if they are reset
         for module in self.modules:
             for name in self.GUARDED:
                 if hasattr(module, name):
@@ -384,12 +576,99 @@ class Peak:
         return refused
 
     def stop(self) -> int:
-        traced = self.traced()[1]
+        traced = _TRACEMALLOC["get_traced_memory"]()[1]
+        if _TRACEMALLOC["_get_object_traceback"](self.canary) is None:
+            self.tampered.add("tracemalloc stopped, restarted or cleared during the call")
         resident = max(0, self._status("VmHWM") - self.rss)
         for module, name, original in reversed(self.saved):
             setattr(module, name, original)
-        self.modules[0].stop()
+        _TRACEMALLOC["stop"]()
         return max(traced, resident if resident > self.RSS_FLOOR else 0)
+
+
+def _private(pid: int) -> int | None:
+    """Bytes of ``pid``'s memory that is its own (not shared with the process it forked from)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            return sum(int(line.split()[1]) * 1024 for line in fh
+                       if line.startswith(("Private_Clean:", "Private_Dirty:")))  # fmt: skip
+    except (OSError, ValueError):
+        return None
+
+
+def _in_child(run, *args) -> dict:
+    """``run(*args)`` (a traced call, returning its reply) in a fork of this kernel, its private
+    memory sampled from here every 2 ms while it runs (see :class:`Peak`)."""
+    import gc
+    import select
+
+    gc.collect()
+    gc.freeze()  # the child's collections do not touch (copy) the objects it shares with us
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            data = frame(run(*args))
+        except BaseException as exc:
+            data = frame({"error": _error(exc), "raised": _error(exc)})
+        try:
+            while data:
+                data = data[os.write(w, data) :]
+        finally:
+            os._exit(0)
+    os.close(w)
+    gc.unfreeze()
+    chunks, private = [], 0
+    while True:
+        private = max(private, _private(pid) or 0)
+        if select.select([r], [], [], 0.002)[0]:
+            chunk = os.read(r, 2**20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    os.close(r)
+    status = os.waitpid(pid, 0)[1]
+    data = b"".join(chunks)
+    if len(data) < 4:
+        how = os.waitstatus_to_exitcode(status)
+        message = f"the call's process ended without an answer (exit status {how})"
+        return {"raised": {"type": "MemoryError" if how == -9 else "RuntimeError",
+                           "message": message}, "states": []}  # fmt: skip
+    reply = json.loads(data[4:])
+    if "peak" in reply and private > Peak.RSS_FLOOR:
+        reply["peak"] = max(int(reply["peak"]), private)
+    return reply
+
+
+def _call(request: dict, shell, watch: Watch | None, peak: Peak | None) -> dict:
+    """Call the student's function on the request's arguments; the reply (value or raised)."""
+    args = [decode(a, _build) for a in request["args"]]
+    kwargs = {k: decode(v, _build) for k, v in request["kwargs"].items()}
+    watching = watch is not None and bool(request.get("watch"))
+    fn = shell.user_ns[request["name"]]
+    if peak is not None:
+        peak.start()
+    if watching:
+        watch.start(calling=True)
+    raised = None
+    try:
+        got = fn(*args, **kwargs)
+    except BaseException as exc:  # reported to the grader as data
+        raised = exc
+    finally:
+        seen = watch.stop() if watching else {}
+        measured = peak.stop() if peak is not None else 0
+    reply = {"states": _states(args, kwargs), **seen}
+    if raised is not None:
+        reply["raised"] = _error(raised)
+    else:
+        reply["value"] = encode(got)
+        if peak is not None:
+            reply["peak"] = measured
+    if peak is not None and peak.tampered:
+        reply["tamper"] = sorted({*reply.get("tamper", []), *peak.tampered})
+    return reply
 
 
 def serve(fd_in: int, fd_out: int, shell=None, watch: Watch | None = None) -> None:
@@ -422,34 +701,10 @@ def serve(fd_in: int, fd_out: int, shell=None, watch: Watch | None = None) -> No
                 else:
                     send(fd_out, {"kind": "value", "value": encode(ns[request["name"]])})
             elif op == "call":
-                args = [decode(a, _build) for a in request["args"]]
-                kwargs = {k: decode(v, _build) for k, v in request["kwargs"].items()}
-                trace = bool(request.get("trace"))  # the peak memory of the call (Peak)
-                watching = watch is not None and bool(request.get("watch"))
-                fn = shell.user_ns[request["name"]]
-                peak = Peak() if trace else None
-                if peak is not None:
-                    peak.start()
-                if watching:
-                    watch.start()
-                raised = None
-                try:
-                    got = fn(*args, **kwargs)
-                except BaseException as exc:  # reported to the grader as data
-                    raised = exc
-                finally:
-                    seen = watch.stop() if watching else {}
-                    measured = peak.stop() if peak is not None else 0
-                reply = {"states": _states(args, kwargs), **seen}
-                if raised is not None:
-                    reply["raised"] = _error(raised)
+                if request.get("trace"):  # the peak memory of the call, in a fresh child
+                    send(fd_out, _in_child(_call, request, shell, watch, Peak()))
                 else:
-                    reply["value"] = encode(got)
-                    if peak is not None:
-                        reply["peak"] = measured
-                if peak is not None and peak.tampered:
-                    reply["tamper"] = sorted({*reply.get("tamper", []), *peak.tampered})
-                send(fd_out, reply)
+                    send(fd_out, _call(request, shell, watch, None))
             else:
                 send(fd_out, {"error": {"type": "GraderError", "message": f"unknown op {op!r}"}})
         except BaseException as exc:  # keep serving; the grader sees the error
@@ -475,7 +730,7 @@ def main(config_path: str) -> None:
         config = json.load(fh)
     try:
         _start(config)
-        watch = Watch(config["path"][0])
+        watch = Watch(config["path"][0], config.get("fingerprints"), bool(config.get("sandbox")))
         sys.addaudithook(watch.audit)  # before any student code; it cannot be removed
         shell = _shell()
     except BaseException:

@@ -23,13 +23,18 @@ student code, in that process (the *outer* process):
   POSIX message queues (a new IPC namespace) and its own host name (a new UTS namespace);
 - then ``chroot``, and the student's identity: when the grader is host root, an unprivileged uid
   and gid of its own (``uid``, never 0, no supplementary groups); otherwise uid 0 of the user
-  namespace, which is the grader's own unprivileged uid on the host. Every capability is dropped
-  and ``no_new_privs`` set, so the mounts cannot be undone and nothing regains privileges.
+  namespace, which is the grader's own unprivileged uid on the host. It joins a new, empty
+  session keyring (keys are not namespaced: the grader's would be readable). Every capability
+  is dropped and ``no_new_privs`` set, so the mounts cannot be undone and nothing regains
+  privileges; last, a seccomp filter (:func:`_filter_system_calls`) makes file locks no-ops
+  and refuses inotify, fanotify, mincore and the key system calls: no channel between
+  sandboxes graded at once through the read-only files they share.
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import signal
 import sys
@@ -38,6 +43,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 ST_FLAGS = {1: MS_RDONLY, 2: MS_NOSUID, 4: MS_NODEV, 8: MS_NOEXEC}  # statvfs f_flag -> MS_*
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 1, 38, 24
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER, PR_SET_DUMPABLE = 22, 2, 4
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x20000, 0x4000000, 0x8000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 # Files of /proc a container runtime masks (a missing one is skipped).
@@ -85,7 +91,12 @@ def enter(config: dict) -> None:
     _build(box, as_root)
     if as_root:
         _become(int(box["uid"]), int(box["gid"]))
+    # The uid change made it undumpable: its /proc files would be root's, so the kernel could
+    # not reset and read its own memory high-water mark nor sample a child's (10.3's Peak).
+    _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+    _new_session_keyring()
     _drop_privileges()
+    _filter_system_calls()
     # Killed with the outer process (set after the uid change, which clears it).
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
@@ -184,6 +195,88 @@ def _become(uid: int, gid: int) -> None:
     os.setresuid(uid, uid, uid)
     if 0 in os.getresuid() or 0 in os.getresgid():
         raise OSError("the sandbox is still root")
+
+
+# System calls by architecture (``os.uname().machine``): the audit arch of seccomp, and the
+# numbers of the calls :func:`_filter_system_calls` filters.
+ARCHES = {
+    "x86_64": {"audit": 0xC000003E, "keyctl": 250, "add_key": 248, "request_key": 249,
+               "flock": 73, "fcntl": 72, "inotify_init": 253, "inotify_init1": 294,
+               "inotify_add_watch": 254, "fanotify_init": 300, "fanotify_mark": 301,
+               "mincore": 27},
+    "aarch64": {"audit": 0xC00000B7, "keyctl": 219, "add_key": 217, "request_key": 218,
+                "flock": 32, "fcntl": 25, "inotify_init1": 26, "inotify_add_watch": 27,
+                "fanotify_init": 262, "fanotify_mark": 263, "mincore": 232},
+}  # fmt: skip
+KEYCTL_GET_KEYRING_ID, KEYCTL_JOIN_SESSION_KEYRING, KEY_SPEC_SESSION_KEYRING = 0, 1, -3
+
+
+def _machine() -> str:
+    return os.uname().machine  # not the platform module: 14 ms to import at each kernel start
+
+
+def _syscall(name: str, *args) -> int:
+    nr = ARCHES[_machine()][name]
+    _libc.syscall.restype = ctypes.c_long
+    return _libc.syscall(ctypes.c_long(nr), *args)
+
+
+def _new_session_keyring() -> None:
+    """Leave the grader's session keyring for a new, empty, anonymous one: keys are not
+    namespaced, and a key the grader's session holds (``keyctl session``, a PAM login, a
+    Kerberos ``KEYRING:`` cache) would otherwise be the sandbox's to read."""
+    if _machine() not in ARCHES:
+        raise OSError(f"no session keyring on {_machine()}: refusing to run")
+    if _syscall("keyctl", ctypes.c_long(KEYCTL_JOIN_SESSION_KEYRING), None) >= 0:
+        return
+    err = ctypes.get_errno()
+    # keyctl blocked for this process (a container's seccomp profile): then no key is reachable
+    # either, which the same call for the current session keyring shows.
+    probe = _syscall("keyctl", ctypes.c_long(KEYCTL_GET_KEYRING_ID),
+                     ctypes.c_long(KEY_SPEC_SESSION_KEYRING), ctypes.c_long(0))  # fmt: skip
+    if probe >= 0:
+        raise OSError(err, f"cannot join a new session keyring: {os.strerror(err)}")
+
+
+def _filter_system_calls() -> None:
+    """A seccomp filter (after ``no_new_privs``; inherited by every child, never removable)
+    that closes the channels between sandboxes graded at once through the files they share
+    read-only (the Python installation): file locks (``flock``, ``fcntl`` record and
+    open-file-description locks, ``F_GETLK``, leases, ``F_NOTIFY``) succeed without taking
+    effect, so no lock is ever seen by another process; ``inotify``/``fanotify`` (open and read
+    events of shared files) and ``mincore`` (their page-cache residency) are not available;
+    and neither are keys (``keyctl``, ``add_key``, ``request_key``: keys are not namespaced).
+    Everything else is allowed; foreign-ABI system calls (x32, 32-bit) are refused."""
+    nr = ARCHES.get(_machine())
+    if nr is None:
+        raise OSError(f"no seccomp filter for {_machine()}: refusing to run")
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, JGE|K, BPF_RET|K
+    allow, fake_success, enosys = 0x7FFF0000, 0x00050000, 0x00050000 | errno.ENOSYS
+    refused = [n for k, n in nr.items() if k not in ("audit", "flock", "fcntl")]
+    locks = (5, 6, 7, 36, 37, 38, 1024, 1026)  # F_[GS]ETLK[W], F_OFD_*, F_SETLEASE, F_NOTIFY
+    prog: list[tuple[int, int, int, int]] = [
+        (ld, 0, 0, 4), (jeq, 1, 0, nr["audit"]), (ret, 0, 0, enosys),  # another ABI: refused
+        (ld, 0, 0, 0), (jge, 0, 1, 0x40000000), (ret, 0, 0, enosys),  # x32: refused
+    ]  # fmt: skip
+    for n in refused:
+        prog += [(jeq, 0, 1, n), (ret, 0, 0, enosys)]
+    prog += [(jeq, 0, 1, nr["flock"]), (ret, 0, 0, fake_success)]
+    prog += [(jeq, 1, 0, nr["fcntl"]), (ret, 0, 0, allow), (ld, 0, 0, 24)]  # args[1], low word
+    for cmd in locks:
+        prog += [(jeq, 0, 1, cmd), (ret, 0, 0, fake_success)]
+    prog += [(ret, 0, 0, allow)]
+
+    class Filter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                    ("k", ctypes.c_uint32)]  # fmt: skip
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(Filter))]
+
+    filters = (Filter * len(prog))(*[Filter(*ins) for ins in prog])
+    program = Program(len(prog), filters)
+    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(program), 0, 0),
+           "seccomp")  # fmt: skip
 
 
 def _drop_privileges() -> None:

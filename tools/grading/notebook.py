@@ -7,8 +7,11 @@ with the reason the student reads.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass
+from pathlib import Path
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20
 _EXERCISE_TAG = re.compile(r"^(exercise|quiz)-(\d+\.\d+)$")  # quiz-1.3: item 3 of quiz 01
@@ -35,10 +38,53 @@ def _text(value, where: str) -> str:
     raise NotGradable(f"{where}: source is {type(value).__name__}, not text")
 
 
+def _not_a_file(mode: int) -> str | None:
+    if stat.S_ISREG(mode):
+        return None
+    kinds = {stat.S_ISDIR: "a folder", stat.S_ISFIFO: "a named pipe (FIFO)",
+             stat.S_ISCHR: "a device", stat.S_ISBLK: "a device", stat.S_ISSOCK: "a socket",
+             stat.S_ISLNK: "a symbolic link"}  # fmt: skip
+    return next((what for test, what in kinds.items() if test(mode)), "not a regular file")
+
+
+def read_submission(path: Path) -> bytes:
+    """The bytes of a submitted file: a regular file only, never followed through a symbolic link
+    (a link named ``….ipynb`` to a solution, ``/dev/zero`` or a FIFO is refused with the reason,
+    not read), and at most :data:`MAX_NOTEBOOK_BYTES` + 1 bytes of it. Folders are walked
+    without following links (``Path.rglob``), so what is read lies inside the folder given."""
+    try:
+        mode = os.lstat(path).st_mode
+        if (what := _not_a_file(mode)) is not None:
+            target = f" to {os.readlink(path)[:200]}" if stat.S_ISLNK(mode) else ""
+            raise NotGradable(
+                f"it is {what}{target}, not a file: the grader reads only regular files "
+                "(hand in the notebook itself, not a link to it)"
+            )
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+        fd = os.open(path, flags)  # swapped for a link or a FIFO since: refused below
+    except OSError as exc:
+        raise NotGradable(f"cannot read the file ({exc.strerror})") from None
+    try:
+        if (what := _not_a_file(os.fstat(fd).st_mode)) is not None:
+            raise NotGradable(f"it is {what}, not a file: the grader reads only regular files")
+        chunks, got = [], 0
+        while got <= MAX_NOTEBOOK_BYTES:
+            chunk = os.read(fd, min(MAX_NOTEBOOK_BYTES + 1 - got, 2**20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise NotGradable(f"cannot read the file ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+
+
 def parse_notebook(data: bytes) -> list[Cell]:
     """The cells of a notebook file, checked by hand: nothing in it is trusted or executed."""
     if len(data) > MAX_NOTEBOOK_BYTES:
-        raise NotGradable(f"the file is {len(data) / 2**20:.0f} MB; a notebook must be < 20 MB")
+        raise NotGradable("the file is larger than 20 MB; a notebook must be < 20 MB")
     try:
         nb = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:

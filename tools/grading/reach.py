@@ -37,6 +37,7 @@ DYNAMIC = {
     "__closure__", "cell_contents", "f_back", "f_globals", "f_locals", "tb_frame", "_getframe",
     "getprofile", "setprofile", "gettrace", "settrace", "get_referrers", "get_referents",
     "get_objects", "ctypes", "_current_frames", "__loader__", "tracemalloc", "clear_refs",
+    "_tracemalloc", "__main__", "inspect", "currentframe",
 }  # fmt: skip
 # Builtins that run code built from strings: flagged as names only (``model.eval()``,
 # ``re.compile`` and ``torch.compile`` are ordinary methods).
@@ -112,6 +113,7 @@ def _hits(name: str, refs: tuple[str, ...]) -> bool:
     return False
 
 
+@cache  # every check reads every earlier cell again
 def source_record(source: str) -> tuple[list[str], list[str]]:
     """``(names, dynamic)`` of student code: the course_lib names it imports or walks to, and
     the dynamic primitives it uses (each as a short phrase)."""
@@ -168,16 +170,22 @@ def source_record(source: str) -> tuple[list[str], list[str]]:
     return sorted(names), sorted(dynamic)
 
 
-def evidence(check: Check, sources: list[str], reached: list[str], tamper: list[str]) -> list[str]:
-    """Why ``check``'s exercise is flagged (empty: not flagged): from the student's cells since
-    the previous check (``sources``), and the runtime record of those cells and of the check's
-    calls (``reached``, ``tamper``)."""
+def evidence(
+    check: Check, sources: list[str], reached, tamper, earlier: list[str] = ()
+) -> list[str]:
+    """Why ``check``'s exercise is flagged (empty: not flagged). Names imported or walked to
+    count from every student cell before the check (``earlier`` cells and those since the
+    previous check, ``sources``), and so do the course_lib functions the runtime record saw
+    entered (``reached``: every cell and call so far): an import made in an earlier exercise's
+    cell and used in this one counts here too. Dynamic primitives and tampering count from the
+    cells since the previous check (``sources``) and its calls (``tamper``)."""
     refs = references(check)
     why: set[str] = set()
-    for source in sources:
-        names, dynamic = source_record(source)
+    for source in [*earlier, *sources]:
+        names, _ = source_record(source)
         why |= {f"imports {n}" for n in names if _hits(n, refs)}
-        why |= set(dynamic)
+    for source in sources:
+        why |= set(source_record(source)[1])
     why |= {f"calls {n}" for n in reached if _hits(n, refs)}
     why |= {f"tampers with the grader's records ({t})" for t in tamper}
     return sorted(why)

@@ -21,6 +21,7 @@ class Result:
     notes: list[str] = field(default_factory=list)
     warning: str | None = None  # graded, but e.g. the file name names another lecture
     seconds: float = 0.0
+    hidden_seed: int | None = None  # the seed of the hidden inputs: `--hidden-seed` reproduces it
     stages: dict[str, float] = field(default_factory=dict)  # wall seconds: start-up, imports, ...
 
     @property
@@ -32,20 +33,23 @@ class Result:
         )
 
 
-# Characters that redraw or reorder a terminal line (or a spreadsheet cell): C0/C1 controls,
-# DEL, and the bidirectional overrides and isolates.
-_BIDI = set("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+# Characters that redraw, reorder or split a terminal line, a CSV row or a log line: controls
+# (Cc: C0, C1, DEL), format characters (Cf: the bidirectional overrides and isolates, U+061C,
+# zero-width characters, tag characters), the line and paragraph separators (Zl U+2028, Zp
+# U+2029: ``str.splitlines`` splits there) and lone surrogates (Cs: they cannot be printed).
+ESCAPED = ("Cc", "Cf", "Zl", "Zp", "Cs")
 
 
 def clean(text: object, keep_newlines: bool = False) -> str:
-    """``text`` with every control character shown as an escape (``\\r``, ``\\x1b``, ``\\u202e``):
-    whatever a notebook puts in a message or a file name cannot rewrite the instructor's terminal,
-    CSV or log. Newlines stay only where the caller lays lines out itself (``keep_newlines``)."""
+    """``text`` with every character of :data:`ESCAPED` shown as an escape (``\\r``,
+    ``\\x1b``, ``\\u202e``, ``\\u2028``, ``\\U000e0041``): whatever a notebook puts in a
+    message or a file name cannot rewrite the instructor's terminal, CSV or log. Newlines stay
+    only where the caller lays lines out itself (``keep_newlines``)."""
     out = []
     for ch in str(text):
         if ch == "\n" and keep_newlines:
             out.append(ch)
-        elif unicodedata.category(ch) == "Cc" or ch in _BIDI:
+        elif unicodedata.category(ch) in ESCAPED:
             out.append(ch.encode("unicode_escape").decode("ascii"))
         else:
             out.append(ch)
@@ -87,6 +91,11 @@ def print_summary(r: Result) -> None:
     passed = sum(ok for ok, _ in r.exercises.values())
     what = "items" if all(e.startswith("Q") for e in r.exercises) else "exercises"
     print(f"  {passed}/{len(r.exercises)} {what} passed")
+    if r.hidden_seed is not None and passed < len(r.exercises):
+        print(
+            f"  (hidden inputs: seed {r.hidden_seed}; `--hidden-seed {r.hidden_seed}` grades "
+            "on the same ones again)"
+        )
 
 
 def write_csv(results: list[Result], out: Path) -> None:
@@ -95,7 +104,7 @@ def write_csv(results: list[Result], out: Path) -> None:
         w = csv.writer(fh)
         w.writerow(["notebook", "lecture", *[label(e) for e in ids], "passed", "total",
                     "error", "warning", "uses course_lib", "course_lib evidence", "reasons",
-                    "seconds"])  # fmt: skip
+                    "seconds", "hidden seed"])  # fmt: skip
         for r in results:
             cells = [
                 ("" if e not in r.exercises else "pass" if r.exercises[e][0] else "fail")
@@ -112,4 +121,5 @@ def write_csv(results: list[Result], out: Path) -> None:
                         clean(" ".join((r.warning or "").split())), " ".join(r.uses_course_lib),
                         clean("; ".join(f"{e}: {', '.join(r.course_lib.get(e, []))}"
                                         for e in r.uses_course_lib))[:1000],
-                        reasons, r.seconds])  # fmt: skip
+                        reasons, r.seconds,
+                        "" if r.hidden_seed is None else r.hidden_seed])  # fmt: skip

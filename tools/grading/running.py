@@ -8,12 +8,13 @@ import json
 import multiprocessing
 import multiprocessing.connection
 import secrets
+import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 from .course import Course, _course
-from .notebook import NotGradable, parse_notebook
+from .notebook import NotGradable, parse_notebook, read_submission
 from .plan import plan
 from .reach import evidence
 from .results import Result, _order, _result_from
@@ -41,13 +42,10 @@ def grade(
     course = course or _course()
     result = Result(str(path), None)
     try:
-        cells = parse_notebook(path.read_bytes())
+        cells = parse_notebook(read_submission(path))
         template = course.identify(cells, path)
     except NotGradable as exc:
         result.error = f"not gradable: {exc}"
-        return result
-    except OSError as exc:
-        result.error = f"not gradable: cannot read the file ({exc.strerror})"
         return result
     result.lecture = template.name
     if template.problem:
@@ -60,6 +58,7 @@ def grade(
     if not sandbox:
         result.notes.append("no sandbox: " + (sandbox_available()[1] or "disabled"))
     seed = secrets.randbelow(2**31 - 1) + 1 if hidden_seed is None else hidden_seed
+    result.hidden_seed = seed  # in the CSV: `--hidden-seed SEED` gives the same verdict again
     clock = time.monotonic()
     try:
         kernel = Kernel(course, timeout, memory_mb, sandbox, max_processes, disk_mb)
@@ -75,6 +74,7 @@ def grade(
         clock = now
 
     last_error: dict | None = None
+    earlier: list[str] = []  # the student's cells before the previous check (reach.evidence)
     sources: list[str] = []  # the student's cells since the previous check
     try:
         kernel.request({"op": "ping"})
@@ -92,10 +92,11 @@ def grade(
                 continue
             check = template.checks[step.exercise]
             ok, why = run_check(kernel, check, seed)
-            flags = evidence(check, sources, kernel.reached, kernel.tamper)
+            flags = evidence(check, sources, kernel.reached, kernel.tamper, earlier)
             if flags:
                 result.course_lib[step.exercise] = flags
-            sources, kernel.reached[:], kernel.tamper[:] = [], [], []
+            earlier, sources = earlier + sources, []
+            kernel.tamper.clear()  # kernel.reached stays: every call so far counts
             if not ok and why.endswith("when the check runs"):
                 if last_error:
                     why += (
@@ -132,8 +133,32 @@ def _imports(source: str) -> bool:
     )
 
 
+# What one worker (a forked copy of the loaded grader, one notebook) may add to its private
+# writable memory (RLIMIT_DATA): room for the checks' references and the largest answer the
+# protocol lets through, but a grader bug or a decoder blow-up is a MemoryError, not the machine's.
+WORKER_MEMORY_MB = 2048
+
+
+def limit_memory(extra_mb: int = WORKER_MEMORY_MB) -> None:
+    """Bound this process's private writable memory to what it holds now + ``extra_mb``."""
+    import resource
+
+    held = 0
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmData:"):
+                held = int(line.split()[1]) * 1024
+    soft = held + extra_mb * 2**20
+    hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+
+
 def _worker(conn, path: str, options: dict) -> None:
     try:
+        if sys.platform == "linux":
+            limit_memory()
         result = grade(Path(path), **options)
     except BaseException as exc:  # report, never hang the parent
         result = Result(path, None, error=f"not gradable: the grader failed ({exc!r:.200})")
@@ -145,8 +170,9 @@ def grade_many(paths: list[Path], jobs: int, **options) -> list[Result]:
     """Grade notebooks in parallel, each in a forked copy of this (already loaded) grader."""
     course = _course()  # loaded before any student code runs; forked children share it
     sandbox_available()
-    if jobs <= 1 or len(paths) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+    if "fork" not in multiprocessing.get_all_start_methods():
         return [grade(p, course=course, **options) for p in paths]
+    jobs = max(1, jobs)  # even one at a time, each in a worker of its own (memory-limited)
     ctx = multiprocessing.get_context("fork")
     limit = options.get("timeout", DEFAULT_TIMEOUT) + 120
     results: dict[int, Result] = {}

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -91,10 +92,11 @@ class Kernel:
                  max_processes: int = DEFAULT_MAX_PROCESSES, disk_mb: int = DEFAULT_DISK_MB):  # fmt: skip
         self.timeout, self.deadline = timeout, time.monotonic() + timeout
         self.memory_mb, self.group = memory_mb, None
-        # The runtime record of the student's process (grade_kernel.Watch), drained by the grader
-        # after each step: course_lib functions the student's code called, and tampering.
-        self.reached: list[str] = []
-        self.tamper: list[str] = []
+        # The runtime record of the student's process (grade_kernel.Watch), gathered from every
+        # reply: course_lib functions the student's code called (kept for the whole notebook: an
+        # exercise's evidence is every call before its check), and tampering (since the last).
+        self.reached: set[str] = set()
+        self.tamper: set[str] = set()
         self.tmp = Path(tempfile.mkdtemp(prefix="grade-"))
         box = self.tmp / "box"
         lib, home, work = box / "lib", box / "home", box / "work"
@@ -110,6 +112,7 @@ class Kernel:
             "path": [str(lib)]
             + [os.path.realpath(sysconfig.get_paths()[k]) for k in ("purelib", "platlib")],
             "cwd": str(work),
+            "fingerprints": course.fingerprints,
             "fd_in": to_kernel_r,
             "fd_out": from_kernel_w,
             "rlimits": {
@@ -180,19 +183,33 @@ class Kernel:
         )
         os.close(to_kernel_r)
         os.close(from_kernel_w)
+        os.set_blocking(self._to_kernel, False)  # a write waits in select, under the deadline
+        self.expired = False
+        self.watchdog = threading.Timer(max(self.deadline - time.monotonic(), 0), self._expire)
+        self.watchdog.daemon = True
+        self.watchdog.start()
 
     def request(self, message: dict) -> dict:
-        """Send one request and wait for its answer, within the notebook's time budget."""
+        """Send one request and wait for its answer: every write and read within the notebook's
+        one deadline (a kernel that stops reading cannot block the grader's write either)."""
         try:
-            grade_kernel.send(self._to_kernel, message)
+            self._write(grade_kernel.frame(message))
             (n,) = struct.unpack("!I", self._read(4))
             if n > grade_kernel.MAX_MESSAGE:
                 raise Aborted(f"the notebook sent {n} bytes at once (limit 64 MB)")
-            reply = json.loads(self._read(n))
+            data = self._read(n)
+            if grade_kernel.elements(data) > 2 * grade_kernel.MAX_ELEMENTS:
+                raise Aborted(
+                    f"the answer was too large to read (more than "
+                    f"{grade_kernel.MAX_ELEMENTS:,} values)"
+                )
+            reply = json.loads(data)
         except (BrokenPipeError, EOFError, ConnectionError):
             raise Aborted(self._death()) from None
         except (ValueError, RecursionError) as exc:
             raise Aborted(f"the notebook's process sent garbage ({str(exc)[:80]})") from None
+        except MemoryError:
+            raise Aborted("the answer was too large for the grader to read") from None
         if not isinstance(reply, dict):
             raise Aborted("the notebook's process sent garbage")
         if "fatal" in reply:  # the kernel could not start (or the notebook says so: same thing)
@@ -202,16 +219,33 @@ class Kernel:
         for key in ("reached", "tamper"):  # the student's process's word: strings, shortened
             got = reply.get(key)
             if isinstance(got, list):
-                getattr(self, key).extend(str(x)[:200] for x in got[:500])
+                getattr(self, key).update(str(x)[:200] for x in got[:500])
         return reply
+
+    def _wait(self, fd: int, writing: bool) -> None:
+        """Until ``fd`` is ready, or the deadline: then the kernel is killed (timed out)."""
+        left = self.deadline - time.monotonic()
+        poll = select.poll()
+        poll.register(fd, select.POLLOUT if writing else select.POLLIN)
+        ready = poll.poll(max(left, 0) * 1000)  # ready, or hung up (then the I/O says EOF/EPIPE)
+        if left <= 0 or not ready or self.expired:
+            self.expired = True
+            self.kill()
+            raise Aborted(f"timed out after {self.timeout:g} s")
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            self._wait(self._to_kernel, writing=True)
+            try:
+                view = view[os.write(self._to_kernel, view[: 2**16]) :]
+            except BlockingIOError:
+                continue
 
     def _read(self, n: int) -> bytes:
         chunks, got = [], 0
         while got < n:
-            left = self.deadline - time.monotonic()
-            if left <= 0 or not select.select([self._from_kernel], [], [], left)[0]:
-                self.kill()
-                raise Aborted(f"timed out after {self.timeout:g} s")
+            self._wait(self._from_kernel, writing=False)
             chunk = os.read(self._from_kernel, min(n - got, 2**20))
             if not chunk:
                 raise EOFError
@@ -219,7 +253,14 @@ class Kernel:
             got += len(chunk)
         return b"".join(chunks)
 
+    def _expire(self) -> None:
+        """The watchdog: at the deadline, whatever the grader is doing, the kernel is killed."""
+        self.expired = True
+        self.kill()
+
     def _death(self) -> str:
+        if self.expired:
+            return f"timed out after {self.timeout:g} s"
         try:
             code = self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -241,6 +282,7 @@ class Kernel:
             self.proc.wait(timeout=10)
 
     def close(self) -> None:
+        self.watchdog.cancel()
         with contextlib.suppress(OSError):
             os.close(self._to_kernel)  # end of requests: the process exits by itself ...
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -260,5 +302,9 @@ class Kernel:
 def _die_with_parent() -> None:  # in the child before exec: killed if the grader dies
     if sys.platform == "linux":
         import ctypes
+        import resource
 
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        # not the grader worker's own memory bound (running.limit_memory): the kernel's are its own
+        hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+        resource.setrlimit(resource.RLIMIT_DATA, (hard, hard))

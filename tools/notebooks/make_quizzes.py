@@ -60,7 +60,7 @@ def item_markdown(quiz: Quiz, item: Item) -> str:
         how = f'the letter of your choice as text, e.g. `answer_{item.number} = "{item.choices[1].letter}"`'
     else:
         unit = f" ({item.unit})" if item.unit else ""
-        how = f"a number{unit}, e.g. `answer_{item.number} = 1.5`"
+        how = f"a number{unit}, e.g. `answer_{item.number} = 1.5` (or `1/512`)"
     lines += ["", f"Answer with {how}."]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -90,7 +90,11 @@ def quiz_notebook(quiz: Quiz) -> nbformat.NotebookNode:
         "Each names the section of the lecture that answers it. Replace the line "
         "`raise NotImplementedError` in each answer cell by your answer, run it, then run the "
         "check cell below it: it prints a ✅ line when you are right and otherwise says what "
-        "your choice gets wrong. Grade the whole quiz with `make grade NB=<your copy>`."
+        "your choice gets wrong.\n\n"
+        "**This notebook is practice.** Its checks answer at once and as often as you like: the "
+        "answers ship with the course library, so the ✅ lines here measure practice, not a "
+        "grade. A graded quiz is one your instructor collects and grades with the grader "
+        "(`make grade NB=<your copy>` runs the same checks), as INSTRUCTORS.md explains."
     ))  # fmt: skip
     cell("code", _colab_cell(quiz))
     cell("code", "from course_lib.checks.quiz import check_quiz")

@@ -54,7 +54,8 @@ _INNER = "an inner step run unchecked inside a checked forward; its door is {}"
 # What the exercise notebooks are given and the factories of the checks' Built recipes (they lived
 # in course_lib.checks.lectureNN until the grader's sandbox got stubs of those modules).
 _GIVEN = {
-    "given": ("halves_encoding", "mystery_attention", "shipped_sweep", "shipped_test_predictions"),
+    "given": ("halves_encoding", "mystery_attention", "shipped_sweep", "shipped_test_predictions",
+              "mystery_sampler", "sampler_keeps", "mystery_rope", "rope_with_fault"),
     "given_torch": ("make_layer", "scripted_model", "tiny_translator", "read_only_tensor",
                     "exercise_model", "lm_tokenizer_512"),
 }  # fmt: skip

@@ -32,7 +32,7 @@ LECTURES = sorted(
 CODE_SPAN = re.compile(r"`[^`]*`")
 MATH = re.compile(r"\$\$.*?\$\$|\$[^$]*\$", re.S)
 LINK_TARGET = re.compile(r"\]\([^)]*\)")
-HTML_TAG = re.compile(r"<[^>]*>")
+HTML_TAG = re.compile(r"<[A-Za-z/!][^<>\n]*>")  # a tag, not "<f2" ... "->" across lines
 # A number: digits with optional thousands commas and decimals, not glued to a name on either
 # side (GPT-2, 70B, x2, 1e-5, v0.21 and 3.11.4 are names or versions, not claims).
 NUMBER = re.compile(r"(?<![\w.\-/])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w]|\.\d)(\s*%)?")

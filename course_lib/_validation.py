@@ -342,6 +342,16 @@ def check_callable(fn, name: str, what: str = "callable"):
     return fn
 
 
+def check_path(path, name: str):
+    """A file path (str or os.PathLike) as a ``pathlib.Path``."""
+    import os
+    from pathlib import Path
+
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a file path (str or Path), got {type(path).__name__}")
+    return Path(path)
+
+
 def check_str(text, name: str) -> str:
     """Return ``text`` if it is a ``str``, else a ``TypeError`` naming it."""
     if not isinstance(text, str):

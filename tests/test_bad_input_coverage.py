@@ -54,7 +54,8 @@ _INNER = "an inner step run unchecked inside a checked forward; its door is {}"
 # What the exercise notebooks are given and the factories of the checks' Built recipes (they lived
 # in course_lib.checks.lectureNN until the grader's sandbox got stubs of those modules).
 _GIVEN = {
-    "given": ("halves_encoding", "mystery_attention", "shipped_sweep", "shipped_test_predictions"),
+    "given": ("halves_encoding", "mystery_attention", "shipped_sweep", "shipped_test_predictions",
+              "mystery_sampler", "sampler_keeps", "mystery_rope", "rope_with_fault"),
     "given_torch": ("make_layer", "scripted_model", "tiny_translator", "read_only_tensor",
                     "exercise_model", "lm_tokenizer_512"),
 }  # fmt: skip
@@ -81,6 +82,10 @@ EXEMPT: dict[str, str] = {
     "course_lib.pretrained:load_minilm": _NO_ARGS.format("loads the shipped MiniLM"),
     "course_lib.pretrained:load_minilm_encoder": _NO_ARGS.format("loads the shipped MiniLM"),
     "course_lib.pretrained:load_minilm_mlm": _NO_ARGS.format("loads the shipped MiniLM"),
+    "course_lib.interop.gguf:GGUFFile": _RECORD.format("read_gguf (which checks the file)")
+    + "; raw/tensor refuse an unknown tensor name (tests/test_gguf.py)",
+    "course_lib.pretrained:smollm2_path": _NO_ARGS.format("the installed SmolLM2 GGUF file"),
+    "course_lib.pretrained:weights_cache_dir": _NO_ARGS.format("the per-user cache folder"),
     "course_lib.data.language_modeling:lm_documents": _NO_ARGS.format("the shipped documents"),
     "course_lib.data.pretraining:load_pretraining_corpus": _NO_ARGS.format("the shipped corpus"),
     "course_lib.data.language_modeling:LMCorpus": _RECORD.format("lm_corpus"),

@@ -213,6 +213,7 @@ LIN = nn.Linear(2, 1)
 X2 = torch.ones(3, 2)
 
 # (callable, args, kwargs, error type, message fragment)
+SMOLLM2_FILE = interop.read_gguf(pretrained.smollm2_path())  # the header only: 0.1 s
 ev = evaluation
 EV_TOK = lm.lm_tokenizer(300)
 EV_GPT = gpt.GPT(configs.GPTConfig(vocab_size=300, context_length=16, d_model=16, num_heads=2,
@@ -705,6 +706,25 @@ CASES = [
     (pretrained.fill_mask, ("no mask here",), {}, ValueError, "text must contain exactly one [MASK], got 0"),
     (pretrained.fill_mask, ("a [MASK] b",), {"top_k": 0}, ValueError, "top_k must be >= 1, got 0"),
     (pretrained.fill_mask, (3,), {}, TypeError, "text must be a str, got int"),
+    # SmolLM2 from its GGUF file (a bad file: tests/test_gguf.py; each check runs before loading)
+    (pretrained.load_smollm2, (3,), {}, TypeError, "path must be a file path (str or Path), got int"),
+    (pretrained.load_smollm2, ("/no/such/file.gguf",), {}, FileNotFoundError,
+     "path: no GGUF file at /no/such/file.gguf"),
+    (pretrained.load_smollm2, (), {"cache": "yes"}, TypeError, "cache must be"),
+    (interop.read_gguf, (None,), {}, TypeError, "path must be a file path (str or Path), got NoneType"),
+    (interop.read_gguf, (__file__,), {}, ValueError,
+     "test_bad_inputs_torch.py: not a GGUF file: it starts"),
+    (interop.read_gguf, (b"x.gguf",), {}, TypeError, "path must be a file path (str or Path), got bytes"),
+    (interop.from_gguf, (1.5,), {}, TypeError, "path must be a file path (str or Path), got float"),
+    (interop.from_gguf, (__file__,), {}, ValueError, "not a GGUF file"),
+    (interop.from_gguf, ("/no/such/file.gguf",), {}, FileNotFoundError, "/no/such/file.gguf"),
+    (SMOLLM2_FILE.raw, ("nope",), {}, ValueError, "has no tensor 'nope'"),
+    (SMOLLM2_FILE.raw, (None,), {}, ValueError, "has no tensor None"),
+    (SMOLLM2_FILE.raw, (0,), {}, ValueError, "has no tensor 0"),
+    (SMOLLM2_FILE.tensor, ("blk.99.attn_q.weight",), {}, ValueError,
+     "has no tensor 'blk.99.attn_q.weight'"),
+    (SMOLLM2_FILE.tensor, ([],), {}, ValueError, "has no tensor []"),
+    (SMOLLM2_FILE.tensor, ("",), {}, ValueError, "has no tensor ''"),
     # forward (and the other public methods) of the torch modules
     (MHA.forward, (T3,), {"cache": KVCache()}, TypeError, "cache must be a LayerKVCache or None, got KVCache"),
     (MHA.forward, (T3, torch.ones(1, 3, 8)), {"causal": True}, ValueError, "causal=True is for self-attention"),
@@ -858,6 +878,12 @@ CASES = [
     (chat.render_chat, (USER_MSG, lm.lm_tokenizer(512)), {}, TypeError,
      "tokenizer must know the chat tokens"),
     (chat.render_chat, ([],  CHAT_TOK), {}, ValueError, "at least one message, got an empty list"),
+    (chat.render_chat, (USER_MSG, CHAT_TOK), {"template": "llama"}, ValueError,
+     "template must be one of ['chatml', 'course'], got 'llama'"),
+    (chat.render_chat, (USER_MSG, CHAT_TOK), {"template": "chatml"}, TypeError,
+     "tokenizer must know ChatML's <|im_start|> and <|im_end|>"),
+    (chat.render_chat, ([{"role": "tool", "content": "x"}], CHAT_TOK), {"template": "chatml"},
+     ValueError, "messages[0]['role'] must be one of ['assistant', 'system', 'user'], got 'tool'"),
     (ins.solve, ("upper", ["a", "b", "c"]), {}, ValueError, "family must be one of"),
     (ins.solve, ("first", ["a", "b"]), {}, ValueError, "words must hold 3 to 6 words, got 2"),
     (ins.solve, ("first", "a b c"), {}, TypeError, "words must be a list of tokens, got the str"),
@@ -952,6 +978,8 @@ CASES = [
      "prompts must be a list of str, got str"),
     (assistant.generate_replies, (GPT_CHAT, CHAT_TOK, ["hi"]), {"max_new_tokens": 0}, ValueError,
      "max_new_tokens must be >= 1, got 0"),
+    (assistant.generate_replies, (GPT_CHAT, CHAT_TOK, ["hi"]), {"template": "alpaca"}, ValueError,
+     "template must be one of ['chatml', 'course'], got 'alpaca'"),
     (assistant.generate_replies, (None, CHAT_TOK, ["hi"]), {}, TypeError,
      "model must be a torch.nn.Module, got NoneType"),
     (assistant.load_assistant, ("best",), {}, ValueError,
@@ -1260,6 +1288,9 @@ def _key(fn) -> str:
 _INNER = "an inner step run unchecked; its door is {}"
 EXEMPT = {
     "course_lib.nn.cache.KVCache": "takes no argument",
+    "course_lib.pretrained.smollm2_path": "takes no argument",
+    "course_lib.pretrained.weights_cache_dir": "takes no argument",
+    "course_lib.interop.gguf.GGUFFile": "a record read_gguf fills after checking the file",
     "course_lib.nn.norms.RMSNorm.extra_repr": "takes no argument (torch prints it)",
     "course_lib.nn.cache.KVCache.numel": "takes no argument",
     "course_lib.nn.cache.LayerKVCache": "takes no argument",

@@ -32,7 +32,7 @@ LECTURES = sorted(
 CODE_SPAN = re.compile(r"`[^`]*`")
 MATH = re.compile(r"\$\$.*?\$\$|\$[^$]*\$", re.S)
 LINK_TARGET = re.compile(r"\]\([^)]*\)")
-HTML_TAG = re.compile(r"<[^>]*>")
+HTML_TAG = re.compile(r"<[A-Za-z/!][^<>\n]*>")  # a tag, not "<f2" ... "->" across lines
 # A number: digits with optional thousands commas and decimals, not glued to a name on either
 # side (GPT-2, 70B, x2, 1e-5, v0.21 and 3.11.4 are names or versions, not claims).
 NUMBER = re.compile(r"(?<![\w.\-/])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w]|\.\d)(\s*%)?")
@@ -65,17 +65,18 @@ def prose_numbers(markdown: str) -> list[tuple[str, float, int, bool, float]]:
 
 
 def output_numbers(cells: list[dict]) -> list[float]:
-    """Every number printed in the stored outputs of ``cells`` (streams, text and HTML)."""
+    """Every number printed in the stored outputs of ``cells`` (streams, text and HTML).
+
+    Tags are stripped from HTML only: a ``<`` in printed text (``x <= 0`` in a shown source,
+    ``<- gold``) is not a tag and must not hide the numbers printed after it."""
     texts = []
     for cell in cells:
         for out in cell.get("outputs", []):
             texts.append("".join(out.get("text", "")))
-            for kind in ("text/plain", "text/markdown", "text/html"):
-                texts.append("".join(out.get("data", {}).get(kind, "")))
-    return [
-        float(t.replace(",", ""))
-        for t in OUTPUT_NUMBER.findall(HTML_TAG.sub(" ", "\n".join(texts)))
-    ]
+            data = out.get("data", {})
+            texts += ["".join(data.get("text/plain", "")), "".join(data.get("text/markdown", ""))]
+            texts.append(HTML_TAG.sub(" ", "".join(data.get("text/html", ""))))
+    return [float(t.replace(",", "")) for t in OUTPUT_NUMBER.findall("\n".join(texts))]
 
 
 def backed(value: float, decimals: int, percent: bool, scale: float, printed: list[float]) -> bool:
@@ -141,6 +142,14 @@ def test_a_number_is_backed_by_its_rounded_output_and_nothing_else():
     assert not backed(0.9, 1, False, 1e6, [0.9e3])
     assert backed(2550, 0, False, 1.0, [2550.0])
     assert not backed(2551, 0, False, 1.0, [2550.0])
+
+
+def test_a_less_than_sign_in_printed_text_hides_no_number():
+    cells = [
+        {"outputs": [{"text": "if counts <= 0: raise\n"}]},
+        {"outputs": [{"text": "card: 40.9\n"}, {"data": {"text/html": "<b>66.3</b>"}}]},
+    ]
+    assert output_numbers(cells) == [0.0, 40.9, 66.3]
 
 
 def test_an_unprinted_number_in_a_summary_is_caught(tmp_path):

@@ -354,3 +354,34 @@ def test_all_equal_rewards_give_zero_loss_gradient_never_nan():
     loss = grpo_loss(x, old, advantages, mask)
     loss.backward()
     assert loss.item() == 0.0 and not x.grad.isnan().any() and (x.grad == 0).all()
+
+
+def test_the_shipped_grpo_run_follows_its_rule_and_its_first_rollouts_reproduce():
+    """The GRPO checkpoint's settings are the ones tools/training/train_rl.py's rule picks from
+    its stored validation numbers (never from the held-out sets); its stored targets follow
+    from the stored scores; and the first two gradient steps of the shipped run, re-run here,
+    give the stored rewards and losses."""
+    from course_lib.data.chat import load_chat_tokenizer
+    from course_lib.models.assistant import load_assistant
+    from tools.training.train_rl import SETTINGS, check_targets, choose, run_grpo
+
+    tuned, tuned_meta = load_assistant("tuned")
+    _, meta = load_assistant("grpo")
+    val = meta["validation"]
+    assert [{"lr": t["lr"], "families": t["families"]} for t in val["tried"]] == SETTINGS[
+        "candidates"
+    ]
+    assert choose(val["tried"], SETTINGS) == val["chosen"]
+    assert meta["grpo"] == SETTINGS["candidates"][val["chosen"]]
+    assert meta["training"] == SETTINGS
+    assert check_targets(tuned_meta["scores"], meta["scores"], SETTINGS) == meta["targets"]
+    # by hand, the rule on made-up candidates: the best rewrites among the acceptable drops
+    made_up = [{"one_answer_drop": 3.0, "rewrites": 99.0}, {"one_answer_drop": 0.5,
+               "rewrites": 85.0}, {"one_answer_drop": -1.0, "rewrites": 80.0}]  # fmt: skip
+    assert choose(made_up, SETTINGS) == 1
+    cfg = dict(SETTINGS, iterations=SETTINGS["iterations"])
+    chosen = meta["grpo"]
+    _, log = run_grpo(tuned, load_chat_tokenizer(), cfg, chosen["lr"], chosen["families"], 2,
+                      exact_match_rewards)  # fmt: skip
+    assert log.rewards[0] == meta["rewards"][0]
+    assert log.losses == pytest.approx(meta["losses"][:2], abs=1e-6)

@@ -17,6 +17,19 @@ exactly on the assistant's tokens and its ``<|end|>`` (the model must learn to s
 ``<|endoftext|>``, on every role token and on everything the user wrote. To answer, the model
 reads the prompt up to and including ``<|assistant|>`` (``add_generation_prompt=True``) and
 generates until it writes ``<|end|>``.
+
+**A real template: ChatML** (``template="chatml"``), the one SmolLM2-135M-Instruct was tuned
+with (its GGUF file stores it as a Jinja template; :func:`render_chat` writes the same tokens)::
+
+    <|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n
+    <|im_start|>user\nWhat is the first word of: open file read?<|im_end|>\n
+    <|im_start|>assistant\nopen<|im_end|>\n
+
+The role is written as text after ``<|im_start|>``, then a newline and the message; a
+conversation that does not start with a system message gets SmolLM2's default one. The text
+between two special tokens is encoded as one piece, as ``transformers``' ``apply_chat_template``
+encodes the rendered string. ``loss_mask`` is True on the assistant's content and its
+``<|im_end|>``.
 """
 
 from __future__ import annotations
@@ -24,7 +37,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 
-from .._validation import check_flag, check_str
+from .._validation import check_choice, check_flag, check_str
 from ..tokenization import BPETokenizer
 from .language_modeling import END_OF_TEXT, lm_tokenizer
 
@@ -36,6 +49,8 @@ __all__ = [
     "ROLES",
     "load_chat_tokenizer",
     "render_chat",
+    "CHAT_TEMPLATES",
+    "SMOLLM2_SYSTEM",
 ]
 
 USER = "<|user|>"
@@ -44,6 +59,9 @@ END_OF_TURN = "<|end|>"
 CHAT_TOKENS = (USER, ASSISTANT, END_OF_TURN)
 ROLES = {"user": USER, "assistant": ASSISTANT}
 BASE_VOCAB_SIZE = 512  # lecture 11's tokenizer (TINY_GPT_CONFIG.vocab_size)
+CHAT_TEMPLATES = ("course", "chatml")
+IM_START, IM_END = "<|im_start|>", "<|im_end|>"  # ChatML's two special tokens
+SMOLLM2_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 
 
 @functools.lru_cache(maxsize=1)
@@ -66,7 +84,7 @@ def load_chat_tokenizer() -> BPETokenizer:
     )
 
 
-def _check_messages(messages) -> list[tuple[str, str]]:
+def _check_messages(messages, roles=ROLES) -> list[tuple[str, str]]:
     if isinstance(messages, (str, Mapping)) or not isinstance(messages, Sequence):
         raise TypeError(
             "messages must be a list of {'role': 'user' | 'assistant', 'content': str} dicts, "
@@ -82,8 +100,8 @@ def _check_messages(messages) -> list[tuple[str, str]]:
                 f"messages[{i}] must be a dict with the keys 'role' and 'content', got {got}"
             )
         role = message["role"]
-        if role not in ROLES:
-            raise ValueError(f"messages[{i}]['role'] must be one of {sorted(ROLES)}, got {role!r}")
+        if role not in roles:
+            raise ValueError(f"messages[{i}]['role'] must be one of {sorted(roles)}, got {role!r}")
         out.append((role, check_str(message["content"], f"messages[{i}]['content']")))
     return out
 
@@ -92,8 +110,13 @@ def render_chat(
     messages: Sequence[Mapping[str, str]],
     tokenizer: BPETokenizer,
     add_generation_prompt: bool = False,
+    template: str = "course",
 ) -> tuple[list[int], list[bool]]:
     """One conversation as ``(ids, loss_mask)``, two lists of the same length.
+
+    ``template="chatml"``: SmolLM2's ChatML (module docstring; roles "system", "user",
+    "assistant"; the tokenizer of :func:`course_lib.pretrained.load_smollm2`). The rest of this
+    docstring is the course's template (the default):
 
     ``messages``: ``[{"role": "user" | "assistant", "content": str}, ...]``. Each message
     becomes ``[role token] + encode(" " + content) + [<|end|>]``, after one ``<|endoftext|>``.
@@ -106,8 +129,11 @@ def render_chat(
             the chat tokens (use :func:`load_chat_tokenizer`).
         ValueError: an empty list or an unknown role.
     """
-    turns = _check_messages(messages)
+    template = check_choice(template, "template", CHAT_TEMPLATES)
     add_generation_prompt = check_flag(add_generation_prompt, "add_generation_prompt")
+    if template == "chatml":
+        return _render_chatml(messages, tokenizer, add_generation_prompt)
+    turns = _check_messages(messages)
     vocab = getattr(tokenizer, "vocab", None)
     if (
         not hasattr(tokenizer, "encode")
@@ -126,4 +152,34 @@ def render_chat(
     if add_generation_prompt:
         ids.append(vocab[ASSISTANT])
         mask.append(False)
+    return ids, mask
+
+
+def _render_chatml(
+    messages, tokenizer, add_generation_prompt: bool
+) -> tuple[list[int], list[bool]]:
+    """ChatML as SmolLM2's template writes it (see the module docstring)."""
+    turns = _check_messages(messages, roles=("system", "user", "assistant"))
+    vocab = getattr(tokenizer, "vocab", None)
+    if not hasattr(tokenizer, "encode") or not isinstance(vocab, Mapping) or IM_START not in vocab:
+        raise TypeError(
+            "tokenizer must know ChatML's <|im_start|> and <|im_end|> (the tokenizer of "
+            f"load_smollm2()), got {type(tokenizer).__name__}"
+        )
+    if turns[0][0] != "system":
+        turns = [("system", SMOLLM2_SYSTEM), *turns]
+    ids: list[int] = []
+    mask: list[bool] = []
+    for role, content in turns:
+        head = tokenizer.encode(role + "\n")
+        body = tokenizer.encode(role + "\n" + content)  # one piece between two special tokens
+        if body[: len(head)] != head:  # the role's tokens merged into the content's
+            head = []
+        answer = role == "assistant"
+        ids += [vocab[IM_START], *body, vocab[IM_END], *tokenizer.encode("\n")]
+        mask += [False] * (1 + len(head)) + [answer] * (len(body) - len(head) + 1) + [False]
+    if add_generation_prompt:
+        prompt = [vocab[IM_START], *tokenizer.encode("assistant\n")]
+        ids += prompt
+        mask += [False] * len(prompt)
     return ids, mask

@@ -4,7 +4,9 @@
   ``TransformerDecoderLayer``, ``TransformerEncoder``, ``TransformerDecoder`` -> the course's
   :mod:`course_lib.nn` classes (the tests hold each copy to torch to 1e-6);
 * :func:`from_hf` — ``transformers``' ``GPT2LMHeadModel``/``GPT2Model`` -> :class:`GPT`,
-  ``LlamaForCausalLM`` -> :class:`ModernLM`, ``BertModel`` -> :class:`BertEncoder`.
+  ``LlamaForCausalLM`` -> :class:`ModernLM`, ``BertModel`` -> :class:`BertEncoder`;
+* :func:`from_gguf` — a Llama-architecture GGUF file (llama.cpp) -> :class:`ModernLM` and its
+  byte-level BPE, read and dequantised by the course's code (:mod:`.gguf`).
 
 Each is written as nanoGPT's ``from_pretrained``: read the settings into our config, build our
 model, then a **key map** (our module -> theirs, and how to change the tensor when the layouts
@@ -13,7 +15,8 @@ mismatch. torch's boolean masks mean the opposite of ours (True = masked out): g
 ``~mask``.
 """
 
+from .gguf import from_gguf, read_gguf
 from .hf import from_hf
 from .torch_nn import copy_weights, from_torch
 
-__all__ = ["from_torch", "from_hf", "copy_weights"]
+__all__ = ["from_torch", "from_hf", "from_gguf", "read_gguf", "copy_weights"]

@@ -32,7 +32,7 @@ from .._validation import (
     read_checkpoint,
 )
 from ..configs import GPTConfig, current_names
-from ..data.chat import END_OF_TURN, render_chat
+from ..data.chat import CHAT_TEMPLATES, END_OF_TURN, IM_END, render_chat
 from ..tokenization import BPETokenizer
 from .generation import generate
 from .gpt import GPT, load_tiny_gpt
@@ -166,21 +166,26 @@ def sequence_logprobs(model: nn.Module, ids: torch.Tensor, loss_mask: torch.Tens
 
 @torch.no_grad()
 def generate_replies(
-    model: nn.Module, tokenizer: BPETokenizer, prompts: Sequence[str], max_new_tokens: int = 24
+    model: nn.Module,
+    tokenizer: BPETokenizer,
+    prompts: Sequence[str],
+    max_new_tokens: int = 24,
+    template: str = "course",
 ) -> list[str]:
     """The model's greedy reply to each user message (one-turn conversations), decoded.
 
-    Prompts of equal token length are run as one batch; a reply ends at ``<|end|>`` (or after
-    ``max_new_tokens`` tokens).
+    Prompts of equal token length are run as one batch; a reply ends at the template's
+    end-of-turn token (``<|end|>``; ChatML's ``<|im_end|>`` with ``template="chatml"``, for
+    SmolLM2) or after ``max_new_tokens`` tokens.
     """
     check_module(model)
     if isinstance(prompts, str) or not isinstance(prompts, Sequence):
         raise TypeError(f"prompts must be a list of str, got {type(prompts).__name__}")
     max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens")
-    end = tokenizer.vocab[END_OF_TURN]
+    template = check_choice(template, "template", CHAT_TEMPLATES)
+    end = tokenizer.vocab[IM_END if template == "chatml" else END_OF_TURN]
     rendered = [
-        render_chat([{"role": "user", "content": p}], tokenizer, add_generation_prompt=True)[0]
-        for p in prompts
+        render_chat([{"role": "user", "content": p}], tokenizer, True, template)[0] for p in prompts
     ]
     by_length: dict[int, list[int]] = {}
     for i, ids in enumerate(rendered):
@@ -216,7 +221,7 @@ def load_assistant(name: str = "tuned", path: str | Path | None = None) -> tuple
         GPTConfig.__dataclass_fields__,
     )
     base = ckpt.get("base")
-    made_on = {"tuned": None, "lora": "pretrained", "dpo": "tuned"}  # what each name adapts
+    made_on = {"tuned": None, "lora": "pretrained", "dpo": "tuned", "grpo": "tuned"}  # adapts what
     if name in made_on and base != made_on[name]:
         raise ValueError(
             f"{path} holds {'a whole model' if base is None else f'adapters on {base!r}'}, "

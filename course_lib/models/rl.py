@@ -89,13 +89,7 @@ def sample_group(
     ``<|end|>`` (what the assistant said, as lecture 14's loss mask), False on the prompt, on
     padding and on anything after ``<|end|>``. ``replies``: the decoded completions.
     """
-    check_module(model)
-    if isinstance(prompts, str) or not isinstance(prompts, Sequence) or not prompts:
-        raise TypeError(f"prompts must be a non-empty list of str, got {type(prompts).__name__}")
-    for i, p in enumerate(prompts):
-        check_str(p, f"prompts[{i}]")
-    group_size = check_positive_int(group_size, "group_size")
-    max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens")
+    group_size, max_new_tokens = _check_sample_inputs(model, prompts, group_size, max_new_tokens)
     end = tokenizer.vocab[END_OF_TURN]
     rendered = [
         render_chat([{"role": "user", "content": p}], tokenizer, add_generation_prompt=True)[0]
@@ -121,6 +115,17 @@ def sample_group(
         response_mask[i, start : len(row)] = True
         replies.append(tokenizer.decode([t for t in row[start:] if t != end]).strip())
     return ids, response_mask, replies
+
+
+def _check_sample_inputs(model, prompts, group_size, max_new_tokens) -> tuple[int, int]:
+    """sample_group's door (generate checks the rest)."""
+    check_module(model)
+    if isinstance(prompts, str) or not isinstance(prompts, Sequence) or not prompts:
+        raise TypeError(f"prompts must be a non-empty list of str, got {type(prompts).__name__}")
+    for i, p in enumerate(prompts):
+        check_str(p, f"prompts[{i}]")
+    return (check_positive_int(group_size, "group_size"),
+            check_positive_int(max_new_tokens, "max_new_tokens"))  # fmt: skip
 
 
 def _check_replies(replies) -> list[str]:
@@ -173,6 +178,20 @@ def group_advantages(
             always be 0), a length that is not a multiple of ``group_size``, an unknown
             ``scale_rewards``.
     """
+    rewards = _check_advantage_inputs(rewards, group_size, scale_rewards)
+    grouped = rewards.view(-1, group_size)  # (P, G): one row per prompt
+    advantages = grouped - grouped.mean(dim=1, keepdim=True)  # r_i - mean of its group
+    if scale_rewards == "group":
+        advantages = advantages / (grouped.std(dim=1, keepdim=True) + STD_EPS)
+    elif scale_rewards == "batch":
+        advantages = advantages / (rewards.std() + STD_EPS)
+    same = grouped.amax(dim=1, keepdim=True) == grouped.amin(dim=1, keepdim=True)  # (P, 1)
+    advantages = advantages.masked_fill(same, 0.0)  # exactly 0 (a float mean can miss the last bit)
+    return advantages.reshape(-1)  # (P * G,)
+
+
+def _check_advantage_inputs(rewards, group_size, scale_rewards) -> torch.Tensor:
+    """group_advantages' door: ``rewards`` as a floating 1-D tensor of whole groups."""
     if not isinstance(rewards, torch.Tensor):
         try:
             rewards = torch.tensor(rewards, dtype=torch.float64)
@@ -199,15 +218,7 @@ def group_advantages(
             f"multiple of group_size={group_size}"
         )
     check_choice(scale_rewards, "scale_rewards", SCALE_REWARDS)
-    grouped = rewards.view(-1, group_size)  # (P, G): one row per prompt
-    advantages = grouped - grouped.mean(dim=1, keepdim=True)  # r_i - mean of its group
-    if scale_rewards == "group":
-        advantages = advantages / (grouped.std(dim=1, keepdim=True) + STD_EPS)
-    elif scale_rewards == "batch":
-        advantages = advantages / (rewards.std() + STD_EPS)
-    same = grouped.amax(dim=1, keepdim=True) == grouped.amin(dim=1, keepdim=True)  # (P, 1)
-    advantages = advantages.masked_fill(same, 0.0)  # exactly 0 (a float mean can miss the last bit)
-    return advantages.reshape(-1)  # (P * G,)
+    return rewards
 
 
 def _check_floats(x, name: str, shape: tuple[int, ...] | None, layout: str) -> torch.Tensor:
@@ -281,6 +292,31 @@ def kl_k3(logps: torch.Tensor, ref_logps: torch.Tensor) -> torch.Tensor:
     return torch.exp(log_ratio) - log_ratio - 1
 
 
+def _check_grpo_inputs(logps, old_logps, advantages, mask, epsilon_low, epsilon_high, beta,
+                       ref_logps, loss_type, max_completion_length, use_bias_correction_kl):  # fmt: skip
+    """grpo_loss's door: ``(mask as bool, L)``, L the dr_grpo denominator's length (or None)."""
+    mask = _check_loss_inputs(logps, old_logps, advantages, mask)
+    epsilon_low = _check_epsilon(epsilon_low, "epsilon_low")
+    epsilon_high = _check_epsilon(epsilon_high, "epsilon_high")
+    if isinstance(beta, bool) or not isinstance(beta, numbers.Real):
+        raise TypeError(f"beta must be a number >= 0, got {type(beta).__name__}")
+    if not 0 <= beta < math.inf:
+        raise ValueError(f"beta must be a finite number >= 0 (0 = no KL term), got {beta!r}")
+    if beta > 0 and ref_logps is None:
+        raise ValueError(f"ref_logps is needed when beta > 0 (the KL term), got None; beta={beta}")
+    check_choice(loss_type, "loss_type", LOSS_TYPES)
+    use_bias_correction_kl = check_flag(use_bias_correction_kl, "use_bias_correction_kl")
+    B, T = logps.shape
+    L = None
+    if loss_type == "dr_grpo":
+        L = T if max_completion_length is None else check_positive_int(
+            max_completion_length, "max_completion_length")  # fmt: skip
+        if B and L < int(mask.sum(dim=1).max()):
+            raise ValueError(f"max_completion_length must be at least the longest completion "
+                             f"({int(mask.sum(dim=1).max())} tokens), got {L}")  # fmt: skip
+    return mask, L
+
+
 def grpo_loss(
     logps: torch.Tensor,
     old_logps: torch.Tensor | None,
@@ -333,24 +369,10 @@ def grpo_loss(
             bool or 0/1, ``beta < 0``, an epsilon outside (0, 1), ``beta > 0`` without
             ``ref_logps``, an unknown ``loss_type``.
     """
-    mask = _check_loss_inputs(logps, old_logps, advantages, mask)
-    epsilon_low = _check_epsilon(epsilon_low, "epsilon_low")
-    epsilon_high = _check_epsilon(epsilon_high, "epsilon_high")
-    if isinstance(beta, bool) or not isinstance(beta, numbers.Real):
-        raise TypeError(f"beta must be a number >= 0, got {type(beta).__name__}")
-    if not 0 <= beta < math.inf:
-        raise ValueError(f"beta must be a finite number >= 0 (0 = no KL term), got {beta!r}")
-    if beta > 0 and ref_logps is None:
-        raise ValueError(f"ref_logps is needed when beta > 0 (the KL term), got None; beta={beta}")
-    check_choice(loss_type, "loss_type", LOSS_TYPES)
-    use_bias_correction_kl = check_flag(use_bias_correction_kl, "use_bias_correction_kl")
-    B, T = logps.shape
-    if loss_type == "dr_grpo":
-        L = T if max_completion_length is None else check_positive_int(
-            max_completion_length, "max_completion_length")  # fmt: skip
-        if B and L < int(mask.sum(dim=1).max()):
-            raise ValueError(f"max_completion_length must be at least the longest completion "
-                             f"({int(mask.sum(dim=1).max())} tokens), got {L}")  # fmt: skip
+    mask, L = _check_grpo_inputs(logps, old_logps, advantages, mask, epsilon_low, epsilon_high,
+                                 beta, ref_logps, loss_type, max_completion_length,
+                                 use_bias_correction_kl)  # fmt: skip
+    B = logps.shape[0]
     if old_logps is None:
         old_logps = logps.detach()  # sampled by this very policy: ratio 1, gradient REINFORCE's
 

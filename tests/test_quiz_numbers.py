@@ -61,6 +61,23 @@ DERIVED = {
     "11.4": ("0.6931 1.44 5.12", "ln 2, 1 / ln 2, 3.548 / ln 2"),
     "13.5": ("170.67 32,832 1.5", "2/3 x 256; 3 x 64 x 171; three matrices over two"),
     "14.5": ("0.9", "lecture 11's 875,264 parameters in millions"),
+    "15.1": ("131,072", "2 x 32 x 8 x 128 x 2 bytes, worked in the explanation"),
+    "15.4": ("0.992 42.33", "127 / 3.0 and 42 x 3 / 127, the item's own arithmetic"),
+    "16.1": ("0.25 0.75", "0.1 / 0.4 and 0.3 / 0.4, the question's probabilities renormalised"),
+    "16.2": ("2.5", "the tiny DeepSeek-V3 config's routed scaling factor, a choice's value"),
+    "16.3": ("0.125 0.25", "1/E and k/E for the question's E = 8, k = 2"),
+    "17.3": ("0.5774", "the std of the question's rewards (1, 0, 0, 1), with Bessel's correction"),
+    "17.5": ("1.2 1.649 2.4 2.40 3.30", "e^0.5, 1 + epsilon and the products with A = 2"),
+    "17.6": ("1.2", "1 + epsilon for the question's epsilon = 0.2"),
+    "17.7": ("0.307 0.693", "the wrong answers' arithmetic (k1; the arguments swapped)"),
+    "17.8": ("0.214 0.786", "C(6, 4) / C(8, 4) and its complement"),
+    "17.10": ("0.04", "TRL's documented beta in a wrong choice"),
+    "18.1": ("18.4", "a reference to exercise 18.4, not a number"),
+    "18.3": ("0.125 2.079", "ln 0.5 + ln 0.25, the question's probabilities"),
+    "18.4": ("2,048 3,000", "the question's window and length"),
+    "18.5": ("0.79", "-15 / 19, the question's numbers"),
+    "18.6": ("0.078 0.711 0.789 0.8 0.867 1.96", "the Wilson interval of 80 / 100, worked"),
+    "18.7": ("0.32", "the question's interval"),
 }
 
 

@@ -170,22 +170,51 @@ def source_record(source: str) -> tuple[list[str], list[str]]:
     return sorted(names), sorted(dynamic)
 
 
+@cache
+def _bindings(source: str) -> dict[str, str]:
+    """``{name: course_lib name}`` bound by the imports of ``source``."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == LIBRARY:
+                    out[a.asname or LIBRARY] = a.name if a.asname else LIBRARY
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == LIBRARY:
+            out.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names})
+    return out
+
+
+@cache
+def _loaded_names(source: str) -> frozenset[str]:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+
+
 def evidence(
     check: Check, sources: list[str], reached, tamper, earlier: list[str] = ()
 ) -> list[str]:
-    """Why ``check``'s exercise is flagged (empty: not flagged). Names imported or walked to
-    count from every student cell before the check (``earlier`` cells and those since the
-    previous check, ``sources``), and so do the course_lib functions the runtime record saw
-    entered (``reached``: every cell and call so far): an import made in an earlier exercise's
-    cell and used in this one counts here too. Dynamic primitives and tampering count from the
-    cells since the previous check (``sources``) and its calls (``tamper``)."""
+    """Why ``check``'s exercise is flagged (empty: not flagged). Names imported or walked to in
+    the cells since the previous check (``sources``) count, and so do names imported by an
+    earlier cell (``earlier``) that these cells use (an import made in 13.1's cell for 13.2's
+    answer flags 13.2), and the course_lib functions the runtime record saw entered
+    (``reached``: in every student cell so far, and in the grader's calls for this check). Dynamic primitives and tampering count from the cells since the previous
+    check (``sources``) and its calls (``tamper``)."""
     refs = references(check)
     why: set[str] = set()
-    for source in [*earlier, *sources]:
-        names, _ = source_record(source)
-        why |= {f"imports {n}" for n in names if _hits(n, refs)}
+    used = set().union(*(_loaded_names(s) for s in sources))
+    for source in earlier:  # an earlier import counts where this exercise's cells use it
+        why |= {f"imports {n}" for alias, n in _bindings(source).items()
+                if alias in used and _hits(n, refs)}  # fmt: skip
     for source in sources:
-        why |= set(source_record(source)[1])
+        names, dynamic = source_record(source)
+        why |= {f"imports {n}" for n in names if _hits(n, refs)} | set(dynamic)
     why |= {f"calls {n}" for n in reached if _hits(n, refs)}
     why |= {f"tampers with the grader's records ({t})" for t in tamper}
     return sorted(why)

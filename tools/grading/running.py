@@ -92,11 +92,13 @@ def grade(
                 continue
             check = template.checks[step.exercise]
             ok, why = run_check(kernel, check, seed)
-            flags = evidence(check, sources, kernel.reached, kernel.tamper, earlier)
+            reached = kernel.reached | kernel.reached_in_cells
+            flags = evidence(check, sources, reached, kernel.tamper, earlier)
             if flags:
                 result.course_lib[step.exercise] = flags
             earlier, sources = earlier + sources, []
-            kernel.tamper.clear()  # kernel.reached stays: every call so far counts
+            kernel.reached.clear()  # the cells' record stays: every cell before a check counts
+            kernel.tamper.clear()
             if not ok and why.endswith("when the check runs"):
                 if last_error:
                     why += (

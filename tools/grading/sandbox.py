@@ -93,8 +93,10 @@ class Kernel:
         self.timeout, self.deadline = timeout, time.monotonic() + timeout
         self.memory_mb, self.group = memory_mb, None
         # The runtime record of the student's process (grade_kernel.Watch), gathered from every
-        # reply: course_lib functions the student's code called (kept for the whole notebook: an
-        # exercise's evidence is every call before its check), and tampering (since the last).
+        # reply: course_lib functions the student's cells called (kept for the whole notebook:
+        # an exercise's evidence is every cell before its check), those the grader's calls of
+        # the student's functions reached, and tampering (both since the previous check).
+        self.reached_in_cells: set[str] = set()
         self.reached: set[str] = set()
         self.tamper: set[str] = set()
         self.tmp = Path(tempfile.mkdtemp(prefix="grade-"))
@@ -216,10 +218,14 @@ class Kernel:
             raise Aborted(f"the notebook's process failed: {str(reply['fatal'])[-300:]}")
         if "toolarge" in reply:
             raise Aborted("the answer was too large to send (more than 64 MB)")
+        in_cell = message.get("op") == "run"
         for key in ("reached", "tamper"):  # the student's process's word: strings, shortened
             got = reply.get(key)
             if isinstance(got, list):
-                getattr(self, key).update(str(x)[:200] for x in got[:500])
+                record = (
+                    self.reached_in_cells if key == "reached" and in_cell else getattr(self, key)
+                )
+                record.update(str(x)[:200] for x in got[:500])
         return reply
 
     def _wait(self, fd: int, writing: bool) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -73,4 +74,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] in (["-h"], ["--help"]):  # the usage is the module's docstring
+        print(__doc__)
+    else:
+        main()

@@ -196,6 +196,11 @@ def quiz_path(lecture: str, folder: Path = QUIZ_DIR) -> Path:
             f"lecture {lecture!r}: expected one quiz file {folder}/{lecture[:2]}_*.toml, "
             f"found {len(found)}"
         )
+    if len(lecture) > 2 and found[0].stem != lecture:
+        raise FileNotFoundError(
+            f"lecture {lecture!r}: no quiz {lecture}.toml; lecture {lecture[:2]}'s quiz is "
+            f"{found[0].stem!r} (or give the number alone, {lecture[:2]!r})"
+        )
     return found[0]
 
 

@@ -21,7 +21,12 @@ __all__ = ["check_rotate_pairs", "check_rms_norm", "check_repeat_kv_heads", "che
 # The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
 # an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
 REFERENCES = {
-    "13.1": ("course_lib.rope.rope", "course_lib.nn.rope.rotate", "course_lib.nn.rope.rope_qk"),
+    "13.1": (
+        "course_lib.rope.rope",
+        "course_lib.nn.rope.rotate",
+        "course_lib.nn.rope.rope_qk",
+        "course_lib.nn.rope.rope_qk_unchecked",
+    ),
     "13.2": ("course_lib.rmsnorm.rms_norm", "course_lib.nn.norms.RMSNorm"),
     "13.3": ("course_lib.grouped_query.repeat_kv",),
     "13.4": ("course_lib.grouped_query.kv_cache_bytes",),

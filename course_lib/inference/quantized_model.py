@@ -119,6 +119,22 @@ def _matrices(model: nn.Module, embeddings: bool) -> list[tuple[str, nn.Paramete
     return found
 
 
+def _check_fits(matrices: list[tuple[str, nn.Parameter]], fmt: str) -> None:
+    """Every matrix splits into ``fmt``'s blocks (rows of 32 for llama.cpp's, 64 weights for
+    NF4), else a ValueError naming model, fmt and the first matrix that does not."""
+    for name, w in matrices:
+        if fmt in BLOCK_BYTES and w.shape[-1] % BLOCK_SIZE:
+            need = f"rows of a multiple of {BLOCK_SIZE} numbers"
+        elif fmt == "NF4" and w.numel() % 64:
+            need = "a multiple of 64 weights"
+        else:
+            continue
+        raise ValueError(
+            f"model's matrix {name or 'weight'!r} has shape {tuple(w.shape)}; fmt={fmt!r} stores "
+            f"blocks and needs {need}: choose another fmt (e.g. 'int8') for this model"
+        )
+
+
 def quantize_weights(model: nn.Module, fmt: str, embeddings: bool = True) -> nn.Module:
     """A copy of ``model`` whose matrices went through ``fmt`` and back (:func:`roundtrip`).
 
@@ -128,6 +144,7 @@ def quantize_weights(model: nn.Module, fmt: str, embeddings: bool = True) -> nn.
     check_module(model)
     check_choice(fmt, "fmt", FORMATS)
     embeddings = check_flag(embeddings, "embeddings")
+    _check_fits(_matrices(model, embeddings), fmt)
     copied = copy.deepcopy(model)
     with torch.no_grad():
         for _, weight in _matrices(copied, embeddings):
@@ -143,6 +160,7 @@ def weight_bytes(model: nn.Module, fmt: str, embeddings: bool = True) -> int:
     check_choice(fmt, "fmt", FORMATS)
     embeddings = check_flag(embeddings, "embeddings")
     matrices = _matrices(model, embeddings)
+    _check_fits(matrices, fmt)
     quantised = {id(w) for _, w in matrices}
     rest = {id(p): p for p in model.parameters() if id(p) not in quantised}
     return sum(_format_bytes(tuple(w.shape), fmt) for _, w in matrices) + sum(

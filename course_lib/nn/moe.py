@@ -223,7 +223,7 @@ class MixtureOfExperts(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.checks:
-            check_last_dim(x, "x", self.d_model)
+            check_last_dim(x, "x", self.d_model, like=self)
         tokens = x.reshape(-1, self.d_model)  # (T, d): every position of every sequence
         weights, experts = self.router(tokens)  # (T, k), (T, k)
         out = torch.zeros_like(tokens)  # (T, d)

@@ -329,6 +329,17 @@ def check_token_sequence(tokens, name: str) -> list:
     return list(tokens)
 
 
+def check_special_tokens(special_tokens, unk_token) -> list[str]:
+    """``special_tokens`` as a list of str, and ``unk_token`` None or a str; else a TypeError
+    naming the argument."""
+    tokens = check_token_sequence(special_tokens, "special_tokens")
+    for i, t in enumerate(tokens):
+        check_str(t, f"special_tokens[{i}]")
+    if unk_token is not None:
+        check_str(unk_token, "unk_token")
+    return tokens
+
+
 def check_finite_loss(loss, step: int):
     """A scalar loss tensor that is finite; else a ``TypeError``/``ValueError`` naming the step."""
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
@@ -534,6 +545,16 @@ def check_class_ids(values, name: str, num_classes: int) -> np.ndarray:
             f"{name} must lie in [0, num_classes={num_classes}), got {bad[0].item()!r}"
         )
     return v
+
+
+def check_generator(generator, name: str = "generator"):
+    """``generator`` if it is None or a ``torch.Generator``, else a TypeError naming it."""
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"{name} must be a torch.Generator or None, got {type(generator).__name__} "
+            f"{generator!r:.40}; make one with torch.Generator().manual_seed(0)"
+        )
+    return generator
 
 
 def check_context(model) -> int:

@@ -79,6 +79,8 @@ _Q1, _P1 = torch.full((1, 5), 0.2), torch.full((2, 5), 0.2)
 _ONE = torch.tensor([[1, 2]])
 
 
+_DIAGNOSIS = dict(seed=0, faults=("ok", "ascending"), factory="course_lib.checks.given:mystery_sampler",
+                  salt=114, noun="sampler", evidence=lambda fault, got: "a probe", title="t")  # fmt: skip
 CASES = [
     # softmax
     (C.softmax, (nan,), {}, ValueError, "x contains nan"),
@@ -676,6 +678,19 @@ CASES = [
     (lambda: BPE.encode_word(3), (), {}, TypeError, "word must be a str, got int", tok.BPETokenizer),
     (lambda: K.Built("course_lib.checks:nosuch").build(), (), {}, ValueError,
      "factory 'course_lib.checks:nosuch': course_lib.checks has no function nosuch", K.Built),
+    # the checks' shared helpers: a student's wrong answer is an ExerciseError saying what was due
+    (K.answer_array, ("1.1", "abc", "w", (2,)), {}, K.ExerciseError,
+     "w: expected an array of shape (2,), got str."),
+    (K.answer_array, ("1.1", [1.0, 2.0, 3.0], "w", (2,)), {}, K.ExerciseError,
+     "w: expected an array of shape (2,), got shape (3,)."),
+    (K.answer_array, ("1.1", {"a": 1}, "w"), {}, K.ExerciseError,
+     "w: expected an array of numbers, got dict."),
+    (K.check_diagnosis, ("11.4", lambda sampler: "nope"), _DIAGNOSIS, K.ExerciseError,
+     "sampler 1: expected one of ok, ascending, got 'nope'."),
+    (K.check_diagnosis, ("11.4", lambda sampler: "ascending"), _DIAGNOSIS, K.ExerciseError,
+     "sampler 1: you diagnosed 'ascending', which does not explain what it does."),
+    (K.check_diagnosis, ("11.4", lambda sampler: 1 / 0), _DIAGNOSIS, K.ExerciseError,
+     "your function raised ZeroDivisionError"),
     # concept quizzes (course_lib.quiz, course_lib.checks.quiz)
     (check_quiz, ("a", "01", 0), {}, ValueError, "number must be an item of quiz 01 (1-8), got 0"),
     (check_quiz, ("a", "01", True), {}, ValueError, "number must be an item of quiz 01"),
@@ -685,7 +700,7 @@ CASES = [
     (judge, (None, "a"), {}, TypeError, "item must be a quiz Item, got NoneType"),
     (judge, ({"kind": "choice"}, "a"), {}, TypeError, "item must be a quiz Item, got dict"),
     (load_quiz, (3,), {}, TypeError, "path must be a quiz file or a lecture such as '01', got int"),
-    (load_quiz, ("1",), {}, ValueError, "lecture must look like '01' or '01_softmax', got '1'"),
+    (load_quiz, ("1",), {}, ValueError, "path must be a quiz file (.toml) or a lecture such as '01' or '01_softmax', got '1'"),
     (load_quiz, ("/no/such/quiz.toml",), {}, FileNotFoundError, "path: no quiz file /no/such/quiz.toml"),
     (load_quizzes, (3,), {}, NotADirectoryError, "folder must be a folder of quiz files, got 3"),
     (load_quizzes, ("/no/such",), {}, NotADirectoryError, "got '/no/such'"),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..inference.kv_memory import kv_cache_bytes_per_token
-from . import ExerciseError, call_student, check_mistakes, hidden_rng, passed
+from . import ExerciseError, answer_array, call_student, check_mistakes, hidden_rng, passed
 
 __all__ = [
     "check_uint8_per_channel",
@@ -38,13 +38,7 @@ REFERENCES = {
 
 
 def _as_array(ex: str, got, what: str) -> np.ndarray:
-    if hasattr(got, "detach"):  # a torch tensor
-        got = got.detach().cpu().numpy()
-    try:
-        return np.asarray(got, dtype=float)
-    except (TypeError, ValueError):
-        raise ExerciseError(ex, f"{what}: expected an array of numbers, got {type(got).__name__}.",
-                            "return numpy arrays.") from None  # fmt: skip
+    return answer_array(ex, got, what, hint="return numpy arrays.")
 
 
 # --- 15.1 ----------------------------------------------------------------------------------

@@ -55,6 +55,7 @@ class Int8Linear(nn.Module):
 
     def __init__(self, q: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None = None):
         super().__init__()
+        _check_int8_parts(q, scale, bias)
         self.register_buffer("q", q)  # (out, in) int8
         self.register_buffer("scale", scale)  # (out, 1) float32
         self.bias = None if bias is None else nn.Parameter(bias)
@@ -75,6 +76,27 @@ class Int8Linear(nn.Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, int8"
+
+
+def _check_int8_parts(q, scale, bias) -> None:
+    """Int8Linear's door: q int8 ``(out, in)``, a finite float scale ``(out, 1)`` or ``(1, 1)``,
+    a float bias ``(out,)`` or None."""
+    if not isinstance(q, torch.Tensor) or q.dtype != torch.int8 or q.ndim != 2:
+        got = f"{q.dtype} tensor of shape {tuple(q.shape)}" if isinstance(q, torch.Tensor) else (
+            type(q).__name__)  # fmt: skip
+        raise TypeError(f"q must be a 2-D torch.int8 tensor (out, in), got {got}")
+    out = q.shape[0]
+    for name, t, shapes in (("scale", scale, [(out, 1), (1, 1)]), ("bias", bias, [(out,)])):
+        if t is None and name == "bias":
+            continue
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            got = f"{t.dtype} tensor" if isinstance(t, torch.Tensor) else type(t).__name__
+            raise TypeError(f"{name} must be a floating torch.Tensor, got {got}")
+        if tuple(t.shape) not in shapes:
+            raise ValueError(f"{name} must have shape {' or '.join(map(str, shapes))} for q of "
+                             f"shape {tuple(q.shape)}, got {tuple(t.shape)}")  # fmt: skip
+        if not torch.isfinite(t).all():
+            raise ValueError(f"{name} contains nan or inf")
 
 
 def roundtrip(w: np.ndarray, fmt: str) -> np.ndarray:

@@ -41,6 +41,7 @@ from .._validation import (
     check_module,
     check_positive_int,
     check_str,
+    check_type,
 )
 from ..data.chat import END_OF_TURN, render_chat
 from ..tokenization import BPETokenizer
@@ -88,7 +89,9 @@ def sample_group(
     ``<|end|>`` (what the assistant said, as lecture 14's loss mask), False on the prompt, on
     padding and on anything after ``<|end|>``. ``replies``: the decoded completions.
     """
-    group_size, max_new_tokens = _check_sample_inputs(model, prompts, group_size, max_new_tokens)
+    group_size, max_new_tokens = _check_sample_inputs(
+        model, tokenizer, prompts, group_size, max_new_tokens
+    )
     end = tokenizer.vocab[END_OF_TURN]
     rendered = [
         render_chat([{"role": "user", "content": p}], tokenizer, add_generation_prompt=True)[0]
@@ -116,9 +119,10 @@ def sample_group(
     return ids, loss_mask, replies
 
 
-def _check_sample_inputs(model, prompts, group_size, max_new_tokens) -> tuple[int, int]:
+def _check_sample_inputs(model, tokenizer, prompts, group_size, max_new_tokens) -> tuple[int, int]:
     """sample_group's door (generate checks the rest)."""
     check_module(model)
+    check_type(tokenizer, "tokenizer", BPETokenizer)
     if isinstance(prompts, str) or not isinstance(prompts, Sequence) or not prompts:
         raise TypeError(f"prompts must be a non-empty list of str, got {type(prompts).__name__}")
     for i, p in enumerate(prompts):

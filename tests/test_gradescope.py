@@ -1,11 +1,11 @@
 """The Gradescope autograder (``make gradescope``, tools/grading/gradescope.py).
 
-Fast: the zip holds what grading needs and nothing it must not (no solution, no other
-template), the notebook names resolve, results.json follows Gradescope's documented format
+Fast: the notebook names resolve, results.json follows Gradescope's documented format
 (``tests/data/gradescope_results.schema.json``, written from the fields its specification
 lists), and a submission with no notebook, several or one too large is refused with the reason.
 
-Slow: ``run_autograder`` itself, from the built zip unpacked into a temporary folder laid out as
+Slow: the zip holds what grading needs and nothing it must not (no solution, no other
+template), byte for byte the same when built again; ``run_autograder`` itself, from the built zip unpacked into a temporary folder laid out as
 Gradescope's (``source/``, ``submission/``, ``results/``), as root (this machine and Gradescope's
 containers), on sample submissions: right (the official solution), wrong (forged outputs),
 broken (not a notebook), malicious (writes results.json itself, reads the solution and the
@@ -49,6 +49,7 @@ def zip_01(tmp_path_factory) -> Path:
     return gradescope.build("01", tmp_path_factory.mktemp("zip"))
 
 
+@pytest.mark.slow  # a build, make or a subprocess
 def test_the_zip_holds_the_grader_and_one_template_and_no_answer(zip_01):
     with zipfile.ZipFile(zip_01) as zf:
         infos = {i.filename: i for i in zf.infolist()}
@@ -71,6 +72,7 @@ def test_the_zip_holds_the_grader_and_one_template_and_no_answer(zip_01):
     assert len(config["commit"]) == 40
 
 
+@pytest.mark.slow  # a build, make or a subprocess
 def test_the_zip_is_the_same_byte_for_byte(zip_01, tmp_path):
     again = gradescope.build("01", tmp_path)
     assert again.read_bytes() == zip_01.read_bytes()
@@ -99,6 +101,7 @@ def test_a_bad_visibility_is_refused(tmp_path):
         gradescope.build("01", tmp_path, visibility="public")
 
 
+@pytest.mark.slow  # a build, make or a subprocess
 def test_make_gradescope_without_exercise_says_how():
     out = subprocess.run(["make", "-s", "gradescope", "EXERCISE="], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)  # fmt: skip
@@ -324,6 +327,7 @@ def test_run_autograder_on_right_wrong_broken_and_malicious_submissions(tmp_path
     assert sorted(p.name for p in (root / "results").iterdir()) == ["results.json"]
 
 
+@pytest.mark.slow  # a build, make or a subprocess
 def test_the_malicious_notebook_does_what_it_says_outside_the_sandbox(tmp_path):
     """The attack of the slow test works where nothing isolates it (so that test can fail): run
     as a plain script, its cell forges results.json and reads a secret, and 1.1 is then right."""
@@ -342,3 +346,29 @@ def test_the_malicious_notebook_does_what_it_says_outside_the_sandbox(tmp_path):
     time.sleep(2.5)
     assert json.loads((root / "results" / "results.json").read_text())["output"] == "forged"
     assert (root / "results" / "pwned").exists()
+
+
+@pytest.mark.slow  # loads the course's templates and checks
+def test_without_the_sandbox_no_student_code_runs_and_every_test_says_why(
+    tmp_path, monkeypatch, capsys
+):
+    import tools.grading.running
+    import tools.grading.sandbox
+
+    monkeypatch.setattr(tools.grading.sandbox, "sandbox_available", lambda: (False, "no userns"))
+    monkeypatch.delenv("AUTOGRADER_ALLOW_NO_SANDBOX", raising=False)
+
+    def never(*args, **kwargs):
+        raise AssertionError("a notebook was graded without the sandbox")
+
+    monkeypatch.setattr(tools.grading.running, "grade_many", never)
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    shutil.copy(SUBMISSIONS / "01_softmax_ada.ipynb", root / "submission")
+    assert gradescope.run(root, {"template": "01_softmax", "visibility": "visible"}) == 0
+    data = valid(json.loads((root / "results" / "results.json").read_text()))
+    assert data["score"] == 0 and len(data["tests"]) == 4
+    assert all("could not start its sandbox" in t["output"] for t in data["tests"])
+    log = capsys.readouterr().out
+    assert "cannot start in this container (no userns)" in log
+    assert "AUTOGRADER_ALLOW_NO_SANDBOX=1" in log

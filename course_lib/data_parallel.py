@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
@@ -37,7 +38,10 @@ __all__ = [
 ]
 
 
-def shard_batch(batch, rank: int, world_size: int, name: str = "batch"):
+Batch = torch.Tensor | tuple | list | dict  # a tensor, or tensors nested in tuples, lists, dicts
+
+
+def shard_batch(batch: Batch, rank: int, world_size: int, name: str = "batch") -> Batch:
     """Rows ``rank * b : (rank + 1) * b`` of every tensor of ``batch``, ``b = rows / world_size``.
 
     ``batch``: a tensor ``(rows, ...)``, or a tuple, list or dict of them (nested), all with the
@@ -107,7 +111,7 @@ def average_gradients(model: nn.Module) -> None:
             p.grad /= world_size  # the sum -> the mean
 
 
-def data_parallel_steps(model: nn.Module, batch_at, steps: int, rank: int, world_size: int,
+def data_parallel_steps(model: nn.Module, batch_at: Callable[[int], torch.Tensor], steps: int, rank: int, world_size: int,
                         by_hand: bool = True, lr: float = 1e-3) -> nn.Module:  # fmt: skip
     """``steps`` AdamW steps of language modelling on this process's rows of ``batch_at(step)``.
 

@@ -139,7 +139,7 @@ def test_torchrun_with_a_world_size_that_does_not_divide_the_batch_says_so():
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     got = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-         "-m", "tools.training.train_gpt", "--batch-size", "15", "--steps", "1",
+         "-m", "tools.training.train_gpt", "--batch-size", "15", "--steps", "200",
          "--out", "/nonexistent/never_written.pt"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip

@@ -138,8 +138,8 @@ def main() -> None:
     add_device_argument(parser)
     args = parser.parse_args()
     ranks = start_run(args.device)
+    check_batch_size(args.batch_size, ranks)  # before anything slow
     training = replace(TINY_GPT_TRAINING, steps=args.steps, batch_size=args.batch_size)
-    check_batch_size(training.batch_size, ranks)
     _, best, history = train_tiny_gpt(TINY_GPT_CONFIG, training, ranks)
     if ranks.is_main:
         state = {k: v.half().cpu() for k, v in best.pop("state").items()

@@ -120,8 +120,8 @@ def main() -> None:
     add_device_argument(parser)
     args = parser.parse_args()
     ranks = start_run(args.device)
+    check_batch_size(args.batch_size, ranks)  # before anything slow
     training = replace(TINY_BERT_TRAINING, steps=args.steps, batch_size=args.batch_size)
-    check_batch_size(training.batch_size, ranks)
     model, tokenizer, history, log = pretrain(training, args.eval_every, ranks)
     if ranks.is_main:
         args.out.parent.mkdir(parents=True, exist_ok=True)

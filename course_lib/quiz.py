@@ -190,11 +190,19 @@ def quiz_path(lecture: str, folder: Path = QUIZ_DIR) -> Path:
     """The quiz file of a lecture, given as ``"01"`` or ``"01_softmax"``."""
     if not isinstance(lecture, str) or not re.fullmatch(r"\d\d(_\w+)?", lecture):
         raise ValueError(f"lecture must look like '01' or '01_softmax', got {lecture!r}")
+    if not isinstance(folder, str | Path) or not Path(folder).is_dir():
+        raise NotADirectoryError(f"folder must be a folder of quiz files, got {folder!r:.60}")
+    folder = Path(folder)
     found = sorted(folder.glob(f"{lecture[:2]}_*.toml"))
     if len(found) != 1:
         raise FileNotFoundError(
             f"lecture {lecture!r}: expected one quiz file {folder}/{lecture[:2]}_*.toml, "
             f"found {len(found)}"
+        )
+    if len(lecture) > 2 and found[0].stem != lecture:
+        raise FileNotFoundError(
+            f"lecture {lecture!r}: no quiz {lecture}.toml; lecture {lecture[:2]}'s quiz is "
+            f"{found[0].stem!r} (or give the number alone, {lecture[:2]!r})"
         )
     return found[0]
 
@@ -205,7 +213,14 @@ def load_quiz(path: Path | str) -> Quiz:
         raise TypeError(
             f"path must be a quiz file or a lecture such as '01', got {type(path).__name__}"
         )
-    path = quiz_path(path) if isinstance(path, str) and not path.endswith(".toml") else Path(path)
+    if isinstance(path, str) and not path.endswith(".toml"):
+        if not re.fullmatch(r"\d\d(_\w+)?", path):
+            raise ValueError(
+                f"path must be a quiz file (.toml) or a lecture such as '01' or '01_softmax', "
+                f"got {path!r}"
+            )
+        path = quiz_path(path)
+    path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"path: no quiz file {path}")
     try:
@@ -278,6 +293,16 @@ def _as_number(answer) -> float | None:
     return None
 
 
+_NUMBER = re.compile(
+    r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?![\d.])|(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+)
+
+
+def _given_numbers(text: str) -> list[float]:
+    """The numbers a question states (``95.6``, ``2,048``, ``1e-5``; not the 2 of ``W_2``)."""
+    return [float(m.replace(",", "")) for m in _NUMBER.findall(text)]
+
+
 def _close(value: float, target: float, tolerance: float) -> bool:
     return math.isfinite(value) and abs(value - target) <= tolerance
 
@@ -315,6 +340,12 @@ def judge(item: Item, answer) -> tuple[bool, str]:
         ):  # fmt: skip
             if applies and _close(value * factor, item.answer, item.tolerance):
                 return False, f"you gave {value:g}: the right number on the wrong scale, {said}."
+        if any(_close(value, given, item.tolerance) for given in _given_numbers(item.question)):
+            return False, (
+                f"you gave {value:g}: that number is given in the question; what it asks for "
+                "is another number.\n"
+                f"Hint: section {item.section} of the lecture works it out."
+            )
         return False, (
             f"you gave {value:g}, which is not it (nor a mistake we know).\n"
             f"Hint: section {item.section} of the lecture works it out."

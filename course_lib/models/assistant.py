@@ -28,6 +28,7 @@ from .._validation import (
     check_context,
     check_module,
     check_positive_int,
+    check_type,
     checkpoint_path,
     read_checkpoint,
 )
@@ -169,9 +170,11 @@ def sequence_logprobs(model: nn.Module, ids: torch.Tensor, loss_mask: torch.Tens
     return (token_logprobs(model, ids) * loss_mask[:, 1:]).sum(dim=1)
 
 
-def _check_reply_inputs(model, prompts, max_new_tokens, template) -> None:
-    """generate_replies' door: a model, a list of prompts, a token budget, a known template."""
+def _check_reply_inputs(model, tokenizer, prompts, max_new_tokens, template) -> None:
+    """generate_replies' door: a model, a tokenizer, a list of prompts, a token budget, a known
+    template."""
     check_module(model)
+    check_type(tokenizer, "tokenizer", BPETokenizer)
     if isinstance(prompts, str) or not isinstance(prompts, Sequence):
         raise TypeError(f"prompts must be a list of str, got {type(prompts).__name__}")
     check_positive_int(max_new_tokens, "max_new_tokens")
@@ -192,7 +195,7 @@ def generate_replies(
     end-of-turn token (``<|end|>``; ChatML's ``<|im_end|>`` with ``template="chatml"``, for
     SmolLM2) or after ``max_new_tokens`` tokens.
     """
-    _check_reply_inputs(model, prompts, max_new_tokens, template)
+    _check_reply_inputs(model, tokenizer, prompts, max_new_tokens, template)
     end = tokenizer.vocab[IM_END if template == "chatml" else END_OF_TURN]
     rendered = [
         render_chat([{"role": "user", "content": p}], tokenizer, True, template)[0] for p in prompts

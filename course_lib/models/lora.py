@@ -62,7 +62,7 @@ class LoRALinear(nn.Module):
         self.lora_B.to(base.weight)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_last_dim(x, "x", self.in_features, "in_features")
+        check_last_dim(x, "x", self.in_features, "in_features", like=self)
         # (..., in) -> A -> (..., r) -> B -> (..., out)
         update = self.lora_B(self.lora_A(self.lora_dropout(x)))
         return self.base(x) + self.scaling * update

@@ -4,7 +4,9 @@ tests/test_site.py then shows every slide in Chromium at 1280 x 720 and fails on
 overflows at the 22 px text floor; these tests check the cut that makes that possible.
 """
 
+import ast
 import base64
+import html
 import re
 from pathlib import Path
 
@@ -18,7 +20,7 @@ import matplotlib.pyplot as plt
 import nbformat
 import pytest
 
-from tools.site.deck import LIMIT, deck_slides
+from tools.site.deck import LIMIT, SETUP_TITLE, deck_slides
 from tools.site.pages import site_exporter
 from tools.site.rendering import figure_alt, label_figures
 
@@ -119,3 +121,87 @@ def test_the_site_writes_the_alt_text_into_the_notebook_page():
     body, _ = site_exporter().from_notebook_node(label_figures(nb), resources=resources)
     (img,) = re.findall(r"<img [^>]*>", body)
     assert 'alt="Figure: weights by layer"' in img and "data:image/png;base64," in img
+
+
+def _code_parts(slide) -> list[str]:
+    return [
+        html.unescape(re.sub(r"<[^>]+>", "", p.html))
+        for p in slide.parts
+        if p.html.startswith('<pre class="deck-code">')
+    ]
+
+
+@pytest.mark.parametrize("path", LECTURES, ids=lambda p: p.stem)
+def test_the_set_up_never_opens_a_section(path):
+    """Imports and set-up cells (the code before a lecture's first section) are folded into one
+    "Set-up" slide below the learning goals: no section and no "Learning goals (continued)"
+    slide shows them, and every line of them is in the fold."""
+    nb = nbformat.read(path, as_version=4)
+    slides = deck_slides(nb)
+    setup = [i for i, s in enumerate(slides) if s.title == SETUP_TITLE]
+    assert len(setup) == 1, f"{path.name}: {len(setup)} set-up slides"
+    fold = slides[setup[0]]
+    assert fold.level == 3 and not fold.new_stack  # below the goals, not a section of its own
+    assert len(fold.parts) == 1 and fold.parts[0].html.startswith('<details class="deck-setup">')
+    before = slides[: setup[0]]
+    assert not any(_code_parts(s) for s in before), f"{path.name}: code before the set-up"
+    goals = [s for s in before if s.title.lower().startswith("learning goals")]
+    assert goals, f"{path.name}: no learning goals slide"
+    # The first slide after the fold opens the first section (a ## heading), never code.
+    assert slides[setup[0] + 1].new_stack and slides[setup[0] + 1].title
+    folded = html.unescape(re.sub(r"<[^>]+>", "", fold.parts[0].html))
+    first_section = next(
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "markdown"
+        and re.search(r"^## (?!Learning goals)", c.source, re.M)
+        and i > 0
+    )
+    for cell in nb.cells[:first_section]:
+        if cell.cell_type == "code" and '"google.colab" in sys.modules' not in cell.source:
+            for line in cell.source.splitlines():
+                assert line.strip() in folded, f"{path.name}: {line!r} is not in the set-up"
+
+
+def _only_show_source(code: str) -> bool:
+    """Is ``code`` one ``show_source(...)`` call and nothing else?"""
+    try:
+        (statement,) = ast.parse(code).body
+    except (SyntaxError, ValueError):
+        return False
+    call = getattr(statement, "value", None)
+    return isinstance(call, ast.Call) and getattr(call.func, "id", "") == "show_source"
+
+
+@pytest.mark.parametrize("path", LECTURES, ids=lambda p: p.stem)
+def test_a_show_source_call_and_its_listing_share_a_slide(path):
+    nb = nbformat.read(path, as_version=4)
+    calls = sum(
+        1 for c in nb.cells if c.cell_type == "code" and _only_show_source(c.source) and c.outputs
+    )
+    seen = 0
+    for slide in deck_slides(nb):
+        for i, part in enumerate(slide.parts):
+            text = html.unescape(re.sub(r"<[^>]+>", "", part.html)).strip()
+            if part.html.startswith('<pre class="deck-code">') and _only_show_source(text):
+                seen += 1
+                listing = slide.parts[i + 1].html if i + 1 < len(slide.parts) else ""
+                shown = html.unescape(re.sub(r"<[^>]+>", "", listing)).strip()
+                assert shown.startswith("# course_lib/"), (
+                    f"{path.name}: {slide.title!r}: {text!r} without its listing on the slide"
+                )
+    assert seen == calls
+
+
+def test_a_wide_display_formula_is_cut_at_its_qquad_and_inline_tex_may_wrap():
+    nb = nbformat.v4.new_notebook()
+    wide = r"$$\ell_t = -\min\big(\rho_t A,\ \text{clip}(\rho_t, 1-\varepsilon, 1+\varepsilon)\, A\big)"
+    wide += r" + \beta\, \text{KL}_{k3,t},\qquad \text{KL}_{k3,t} = e^{d_t} - d_t - 1$$"
+    inline = "The goal is $J(\\theta) = \\mathbb{E}_{y\\sim\\pi_\\theta}[r] = \\sum_y\n\\pi_\\theta(y)\\, r$."
+    nb.cells = [nbformat.v4.new_markdown_cell(f"## 4. A\n\n{inline}\n\n{wide}")]
+    (slide,) = deck_slides(nb)
+    shown = [p.html for p in slide.parts]
+    assert len(shown) == 3
+    assert r"\sum_y" + "\n" + r"\pi_\theta(y)\, r$" in shown[0] and "<em>" not in shown[0]
+    assert shown[1].count("$$") == 2 and shown[1].rstrip().endswith(r"\text{KL}_{k3,t}$$</p>")
+    assert shown[2].startswith(r"<p>$$\text{KL}_{k3,t} = e^{d_t}")

@@ -15,6 +15,7 @@ npm registry and are cached in build/vendor/).
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -97,12 +98,6 @@ def _open(browser: Browser, url: str) -> dict:
     return browser.wait_for(state, PAGE_TIMEOUT, f"{url} to load and typeset its formulas")
 
 
-# Landed at the end of session 27 with these two known faults (closing note, issue 45): lecture
-# 17's deck leaves one display formula as raw TeX and one slide overflows its frame. Remove the
-# entry when the deck is fixed; nothing else is exempt.
-KNOWN_PROBLEMS = {"slides/17_rl.html", "17_rl.html"}
-
-
 def _page_problems(state: dict, errors: list[dict]) -> list[str]:
     problems = [f"console error: {e['text'][:200]}" for e in errors]
     if state["math"] != "done":
@@ -158,8 +153,6 @@ def test_site_works_offline(site, chromium):
                 if target.suffix == ".html" and page not in seen:
                     seen.add(page)
                     queue.append(page)
-            if name in KNOWN_PROBLEMS:  # see KNOWN_PROBLEMS: listed, not hidden
-                page_problems = [q for q in page_problems if not q.startswith("raw TeX")]
             if page_problems:
                 problems[name] = page_problems
         external = browser.external_requests()
@@ -290,7 +283,7 @@ def test_no_slide_overflows_its_frame(slides, chromium):
             assert minimum >= 22, f"deck.js lets text shrink to {minimum} px; the floor is 22"
             for r in reports:
                 assert r["fontSize"] >= minimum, (deck, r)
-                if r["overflow"] and deck not in KNOWN_PROBLEMS:
+                if r["overflow"]:
                     problems.append(f"{deck} slide {r['h']}.{r['v']} ({r['title'][:50]!r})")
             shrunk = sum(r["fontSize"] < 28 for r in reports)
             smallest = min(r["fontSize"] for r in reports)
@@ -316,13 +309,16 @@ def test_deck_cuts_a_lecture_into_slides_with_notes():
     ]
     slides = deck_slides(nb)
     titles = [s.title for s in slides]
-    assert titles[:3] == ["01 · Title", "Learning goals", "1. A section"]
+    # The set-up code before the first section is folded into one slide below the goals.
+    assert titles[:4] == ["01 · Title", "Learning goals", "Set-up", "1. A section"]
     assert slides[0].notes and not slides[0].parts  # the long intro went to the notes
-    assert "$$a_1 = b_2$$" in slides[2].parts[1].html  # TeX untouched for KaTeX
-    assert titles[3:6] == ["1. A section (continued)"] * 3  # 60 lines of code: three slides
+    folded = slides[2].parts[0].html
+    assert folded.startswith("<details") and "x = 1" in re.sub(r"<[^>]+>", "", folded)
+    assert "$$a_1 = b_2$$" in slides[3].parts[1].html  # TeX untouched for KaTeX
+    assert titles[4:7] == ["1. A section (continued)"] * 3  # 60 lines of code: three slides
     assert titles[-1] == "A sub-section" and slides[-1].notes
     assert all(s.weight <= LIMIT for s in slides)
-    assert [s.new_stack for s in slides] == [True, True, True, False, False, False, False]
+    assert [s.new_stack for s in slides] == [True, True, False, True, False, False, False, False]
 
 
 @pytest.mark.slow

@@ -4,9 +4,15 @@ A lecture notebook is written to be read; a deck is shown. The cut, made when th
 built (the notebooks are not changed):
 
 * every ``#``/``##`` heading opens a new slide, every ``###`` heading a slide below it;
+* the lecture's set-up (the code cells before its first section: imports, seeds, models
+  loaded, and the Markdown between them) never opens a section: it is folded into one
+  "Set-up" slide at the end of the learning goals (a ``<details>`` the presenter can open);
 * a code cell goes on a slide of its own (below the section's first one if that one already
   holds code), with its outputs; what does not fit with what is already there moves to a
-  continuation slide, which repeats the section's title;
+  continuation slide, which repeats the section's title. A short cell starts a new slide
+  rather than be parted from the beginning of its output (a ``show_source(...)`` call and its
+  listing share a slide);
+* a display formula too wide for a slide is shown one ``\\qquad``-separated part per line;
 * formulas, lists, tables, ``> ⚠️`` boxes and short paragraphs stay on the slide; long
   paragraphs of prose become the slide's **speaker notes** (key ``s`` in reveal.js);
 * long text outputs are cut after :data:`MAX_OUTPUT_LINES` lines, long tables split into
@@ -56,6 +62,8 @@ LIMIT = 22.0  # height budget of one slide, in lines of code (below the title)
 NOTE_CHARS = 260  # a paragraph longer than this becomes speaker notes
 MAX_OUTPUT_LINES = 16
 MAX_CODE_LINES = 22  # a longer code cell is shown on several slides
+DISPLAY_CHARS = 90  # a display formula with more TeX than this is split at its \qquad
+SETUP_TITLE = "Set-up"
 TABLE_ROWS = 5  # rows of a long table per slide
 
 
@@ -129,6 +137,26 @@ def _quote_pieces(text: str) -> list[str]:
     return ["\n".join("> " + line for line in piece.splitlines()) for piece in pieces]
 
 
+def _display_pieces(text: str) -> list[str]:
+    """A long ``$$...$$`` formula cut at its top-level ``\\qquad`` (separate equations), one
+    ``$$...$$`` each; a short one, or one without ``\\qquad``, stays whole."""
+    body = text.strip()[2:-2]
+    if len(body) <= DISPLAY_CHARS or not text.strip().endswith("$$") or "$$" in body:
+        return [text]
+    pieces, depth, start = [], 0, 0
+    for m in re.finditer(r"[{}]|\\qquad", body):
+        if m.group(0) == "{":
+            depth += 1
+        elif m.group(0) == "}":
+            depth -= 1
+        elif depth == 0:
+            pieces.append(body[start : m.start()])
+            start = m.end()
+    pieces.append(body[start:])
+    pieces = [p.strip().rstrip(",").strip() for p in pieces]
+    return [f"$${p}$$" for p in pieces if p]
+
+
 def _markdown_parts(kind: str, text: str) -> tuple[list[Part], str | None]:
     """Slide parts for one block, or the notes it becomes.
 
@@ -137,7 +165,10 @@ def _markdown_parts(kind: str, text: str) -> tuple[list[Part], str | None]:
     """
     if kind == "paragraph":
         if text.strip().startswith("$$"):
-            return [Part(markdown_html(text), 2.5 * max(1, text.count("\\\\") + 1))], None
+            return [
+                Part(markdown_html(piece), 2.5 * max(1, piece.count("\\\\") + 1))
+                for piece in _display_pieces(text)
+            ], None
         if len(text) > NOTE_CHARS:
             return [], markdown_html(text)
         return [Part(markdown_html(text), text_lines(text, 60) * 1.4 + 0.4)], None
@@ -156,13 +187,15 @@ def _markdown_parts(kind: str, text: str) -> tuple[list[Part], str | None]:
     return [Part(markdown_html(text), text_lines(text, 60) * 1.4 + 0.4)], None
 
 
-def _code_chunks(source: str, most: int = MAX_CODE_LINES) -> list[str]:
-    """A long code cell cut into pieces of at most ``most`` lines, at blank lines if it can."""
+def _code_chunks(source: str, most: int = MAX_CODE_LINES, first: int | None = None) -> list[str]:
+    """A long code cell cut into pieces of at most ``most`` lines (the first piece at most
+    ``first``), at blank lines if it can."""
     lines = source.splitlines()
     chunks: list[list[str]] = [[]]
     for i, line in enumerate(lines):
         shown = sum(text_lines(x, 95) for x in chunks[-1])  # long lines wrap on the slide
-        if shown + text_lines(line, 95) > most or (
+        room = most if len(chunks) > 1 or first is None else first
+        if shown + text_lines(line, 95) > room or (
             not line.strip()
             and len(chunks[-1]) > most // 2
             and i + 1 < len(lines)
@@ -199,7 +232,9 @@ def _text_output(text: str) -> list[Part]:
 _POINTER = "interactive: open the lecture in JupyterLab or on the course site"
 
 
-def _output_parts(outputs: list) -> list[Part]:
+def _output_parts(outputs: list, listing_room: float = LIMIT) -> list[Part]:
+    """The slide parts of a cell's outputs; a listing (``show_source``) starts with a piece
+    that fits in ``listing_room`` (the slide's budget left under the call)."""
     parts: list[Part] = []
     for out in outputs:
         kind = out.get("output_type")
@@ -228,11 +263,11 @@ def _output_parts(outputs: list) -> list[Part]:
                 text = data["text/markdown"]
                 if text.lstrip().startswith("|"):
                     parts += _table_parts(text)
-                elif text.lstrip().startswith("```"):
+                elif text.lstrip().startswith("```"):  # a show_source listing
                     code = re.sub(r"^```\w*\n|\n```\s*$", "", text.strip())
                     parts += [
                         Part(code_html(chunk), text_lines(chunk, 95) * 0.95 + 0.6)
-                        for chunk in _code_chunks(code)
+                        for chunk in _code_chunks(code, first=int((listing_room - 0.6) / 0.95))
                     ]
                 else:
                     parts.append(Part(markdown_html(text), text_lines(text, 60) * 1.4))
@@ -247,10 +282,31 @@ def _is_colab_cell(cell) -> bool:
     return cell.cell_type == "code" and '"google.colab" in sys.modules' in cell.source
 
 
+def _is_learning_goals(title_html: str) -> bool:
+    return re.sub(r"<[^>]+>", "", title_html).strip().lower().startswith("learning goals")
+
+
+def _setup_part(pieces: list[str], lines: int) -> Part:
+    """The lecture's set-up folded into one ``<details>``: ``pieces`` are the HTML of its code
+    cells, their outputs and the Markdown between them, in the lecture's order."""
+    summary = (
+        f"The lecture's set-up: imports, seeds, what it loads "
+        f"({lines} line{'s' if lines != 1 else ''} of code)"
+    )
+    return Part(
+        f'<details class="deck-setup"><summary>{summary}</summary>'
+        f'<div class="deck-setup-body">{"".join(pieces)}</div></details>',
+        1.6,
+    )
+
+
 def deck_slides(nb: nbformat.NotebookNode) -> list[Slide]:
     """The lecture cut into slides (see the module docstring)."""
     slides: list[Slide] = []
     nb = label_figures(copy.deepcopy(nb))  # every figure gets an alt text
+    preamble: bool | None = None  # True from the title (or goals) to the first section
+    setup: list[str] = []  # the set-up's pieces (HTML), folded into one slide
+    setup_lines = 0
 
     def current() -> Slide:
         if not slides:
@@ -270,6 +326,12 @@ def deck_slides(nb: nbformat.NotebookNode) -> list[Slide]:
             slide = continuation()
         slide.parts.append(part)
 
+    def end_preamble() -> None:
+        nonlocal preamble
+        preamble = False
+        if setup:  # (a notebook without a title has no set-up: its code stays on slides)
+            slides.append(Slide(SETUP_TITLE, 3, [_setup_part(setup, setup_lines)]))
+
     for cell in nb.cells:
         if _is_colab_cell(cell) or cell.metadata.get("slideshow", {}).get("slide_type") == "skip":
             continue
@@ -278,20 +340,44 @@ def deck_slides(nb: nbformat.NotebookNode) -> list[Slide]:
                 if kind.startswith("heading"):
                     level = int(kind[-1])
                     title = markdown_html(re.sub(r"^#+\s*", "", text), inline=True).strip()
+                    if preamble is None and (level == 1 or _is_learning_goals(title)):
+                        preamble = True
+                    elif preamble and level >= 2 and not _is_learning_goals(title):
+                        end_preamble()
                     slides.append(Slide(title, min(max(level, 1), 3), new_stack=level <= 2))
+                    continue
+                if preamble and setup:  # prose between set-up cells explains them
+                    setup.append(markdown_html(text))
                     continue
                 parts, notes = _markdown_parts(kind, text)
                 if notes is not None:
                     current().notes.append(notes)
                 for part in parts:
                     add(part, own_slide=kind == "table" and len(parts) > 1)
+        elif cell.cell_type == "code" and preamble:
+            setup_lines += len(cell.source.strip().splitlines())
+            setup.append(code_html(cell.source.strip()))
+            setup += [p.html for p in _output_parts(cell.get("outputs", []))]
         elif cell.cell_type == "code":
             has_code = any('class="deck-code"' in p.html for p in current().parts)
-            for i, chunk in enumerate(_code_chunks(cell.source)):
+            chunks = _code_chunks(cell.source)
+            call = text_lines(chunks[0], 95) * 0.95 + 0.6 if len(chunks) == 1 else 0
+            outputs = _output_parts(cell.get("outputs", []), listing_room=LIMIT - call)
+            for i, chunk in enumerate(chunks):
                 code = Part(code_html(chunk), text_lines(chunk, 95) * 0.95 + 0.6)
-                add(code, own_slide=has_code or i > 0)
-            for part in _output_parts(cell.get("outputs", [])):
+                # A short cell (a show_source call) starts a slide that has room for the
+                # beginning of its output rather than be parted from it.
+                parted = (
+                    len(chunks) == 1
+                    and outputs
+                    and current().weight + code.weight + outputs[0].weight > LIMIT
+                    and code.weight + outputs[0].weight <= LIMIT
+                )
+                add(code, own_slide=has_code or i > 0 or bool(parted))
+            for part in outputs:
                 add(part, own_slide='class="deck-table"' in part.html)
+    if preamble:
+        end_preamble()
     return [s for s in slides if s.parts or s.title]
 
 

@@ -142,7 +142,11 @@ def fresh_output(out: Path) -> Path:
 
 
 MARKDOWN = MarkdownIt("commonmark", {"html": True}).enable("table")
-MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+?\$|\\\(.+?\\\)|\\\[.+?\\\]", re.S)
+# Inline $...$ may wrap onto the next line (not across a blank line, a list item or a quote).
+MATH = re.compile(
+    r"\$\$.+?\$\$|\$(?:[^$\n]|\n(?![ \t]*(?:\n|>|[-*] |\d+\. )))+?\$|\\\(.+?\\\)|\\\[.+?\\\]",
+    re.S,
+)
 
 
 def markdown_html(text: str, inline: bool = False, md: MarkdownIt = MARKDOWN) -> str:

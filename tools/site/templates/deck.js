@@ -17,6 +17,7 @@
     var inner = slide.querySelectorAll("pre, code, table, img, .katex-display, .deck-html");
     for (var i = 0; i < inner.length; i++) {
       var el = inner[i];
+      if (el.closest("details:not([open])")) continue;  // folded (the set-up): not shown
       if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== "visible")
         return true;
       var box = el.getBoundingClientRect();

@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 NB_DIRS := notebooks solutions
 
 .PHONY: venv lab test check hygiene check-pythons start update lint format unit slow notebooks mutants \
-	exercises quizzes grade benchmarks clean site slides lite fresh-install
+	exercises quizzes grade gradescope benchmarks clean site slides lite fresh-install
 
 venv: $(STAMP)
 
@@ -126,6 +126,14 @@ exercises: $(STAMP)
 grade: $(STAMP)
 	@test -n "$$NB" || { echo "usage: make grade NB=path/to/notebook.ipynb"; exit 2; }
 	@$(PY) -m tools.grade || true
+
+# Instructors: the Gradescope autograder of one exercise notebook (or quiz), into build/gradescope/:
+# make gradescope EXERCISE=01 (or 01_softmax; q01: lecture 01's quiz) [VISIBILITY=after_due_date]
+# (INSTRUCTORS.md, "Gradescope"). EXERCISE reaches the tool through the environment.
+VISIBILITY ?= visible
+gradescope: $(STAMP)
+	@test -n "$$EXERCISE" || { echo "usage: make gradescope EXERCISE=01   (q01 for lecture 01's quiz)"; exit 2; }
+	$(PY) -m tools.grading.gradescope build "$$EXERCISE" --visibility "$(VISIBILITY)"
 
 benchmarks: $(STAMP)
 	for f in benchmarks/bench_*.py; do $(PY) $$f || exit 1; done

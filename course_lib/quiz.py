@@ -278,6 +278,16 @@ def _as_number(answer) -> float | None:
     return None
 
 
+_NUMBER = re.compile(
+    r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?![\d.])|(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+)
+
+
+def _given_numbers(text: str) -> list[float]:
+    """The numbers a question states (``95.6``, ``2,048``, ``1e-5``; not the 2 of ``W_2``)."""
+    return [float(m.replace(",", "")) for m in _NUMBER.findall(text)]
+
+
 def _close(value: float, target: float, tolerance: float) -> bool:
     return math.isfinite(value) and abs(value - target) <= tolerance
 
@@ -315,6 +325,12 @@ def judge(item: Item, answer) -> tuple[bool, str]:
         ):  # fmt: skip
             if applies and _close(value * factor, item.answer, item.tolerance):
                 return False, f"you gave {value:g}: the right number on the wrong scale, {said}."
+        if any(_close(value, given, item.tolerance) for given in _given_numbers(item.question)):
+            return False, (
+                f"you gave {value:g}: that number is given in the question; what it asks for "
+                "is another number.\n"
+                f"Hint: section {item.section} of the lecture works it out."
+            )
         return False, (
             f"you gave {value:g}, which is not it (nor a mistake we know).\n"
             f"Hint: section {item.section} of the lecture works it out."

@@ -9,6 +9,7 @@ from course_lib import softmax
 from course_lib.checks import (
     Built,
     ExerciseError,
+    RemoteFunction,
     call_student,
     call_student_frozen,
     check_array,
@@ -286,6 +287,18 @@ def test_call_student_reports_crashes_and_non_functions():
         call_student("9.9", lambda: (_ for _ in ()).throw(IndexError("boom")))
     assert isinstance(err.value.__cause__, IndexError)
     assert call_student("9.9", lambda a, b=0: a + b, 1, b=2) == 3
+    assert "Hint: read the error above" in str(err.value)  # the notebook shows the traceback
+
+
+def test_call_student_of_a_graded_function_points_at_the_notebook_not_at_an_error_above():
+    class Remote(RemoteFunction):  # as the grader's stand-in: its report shows no traceback
+        def call(self, *args, **kwargs):
+            raise ValueError("shapes (3,) and (4,) not aligned")
+
+    with pytest.raises(ExerciseError, match=r"your function raised ValueError: shapes") as err:
+        call_student("9.9", Remote(), 1)
+    assert "above" not in str(err.value)
+    assert "Hint: run this exercise's check cell in your notebook" in str(err.value)
 
 
 def test_exercise_error_is_an_assertion_error_with_exercise_and_hint():

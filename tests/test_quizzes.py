@@ -190,6 +190,28 @@ def test_a_number_on_the_wrong_scale_is_told_so():
     assert percent and all(i.unit in ("percent", "%") for _, i in percent if not i.choices)
 
 
+def test_a_number_copied_from_the_question_is_named_as_such():
+    """Issue 42: answering with a number the question states was "not a mistake we know"."""
+    from course_lib.quiz import _given_numbers
+
+    assert _given_numbers("scores 95.6 %, r = 8, 2,048 tokens, 1e-5, W_2 and x0 (3, 4)") == [
+        95.6, 8.0, 2048.0, 1e-5, 3.0, 4.0]  # fmt: skip
+    named = 0
+    for quiz in QUIZZES:
+        for item in quiz.items:
+            if item.choices:
+                continue
+            for given in _given_numbers(item.question):
+                ok, why = judge(item, given)
+                if ok or "you gave" not in why or any(m.why in why for m in item.mistakes):
+                    continue  # right, or a mistake the item names itself
+                if "wrong scale" not in why:
+                    assert "given in the question" in why, (quiz.lecture, item.number, why)
+                    assert f"section {item.section}" in why
+                    named += 1
+    assert named, "no numeric item states a number that is not its answer"
+
+
 def test_quiz_notebooks_are_up_to_date_and_hold_no_answers():
     assert make_quizzes.main(["--check"]) == 0
     for quiz in QUIZZES:

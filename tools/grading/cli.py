@@ -2,6 +2,11 @@
 
     python -m tools.grade NOTEBOOK.ipynb                       # one student: summary, exit 0 iff all pass
     python -m tools.grade FOLDER_OR_FILES... --csv out.csv     # a class, in parallel (--jobs)
+    python -m tools.grade FOLDER --shard I/N --csv shard-I.csv # one cluster task's share
+    python -m tools.grade merge shard-*.csv -o class.csv --class FOLDER   # the shards joined
+
+A class too big for one machine is graded in shards (``--shard I/N``, or ``--shards N`` with the
+index from ``SLURM_ARRAY_TASK_ID`` or ``JOB_COMPLETION_INDEX``): see tools/grading/shards.py.
 
 How a notebook is graded:
 
@@ -69,6 +74,7 @@ from tools.grading.sandbox import (
     isolation,
     sandbox_available,
 )
+from tools.grading.shards import ShardError, merge_main, parse_shard, shard_from_env, share
 from tools.grading.verdict import CheckProblem, StudentFunction, _exception, run_check
 
 __all__ = [
@@ -79,11 +85,13 @@ __all__ = [
     "DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT", "grade", "grade_many",
     "Aborted", "Kernel", "sandbox_available",
     "CheckProblem", "StudentFunction", "_exception", "run_check",
-    "main", "file_digest",
+    "main", "file_digest", "list_notebooks",
 ]  # fmt: skip
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["merge"]:  # a folder named merge: give it as ./merge
+        return merge_main(argv[1:], list_notebooks)
     parser = argparse.ArgumentParser(
         prog="python -m tools.grade",
         description=__doc__,
@@ -111,17 +119,35 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--disk-mb", type=int, default=DEFAULT_DISK_MB,
                         help="a notebook's writable space, in memory (default %(default)s)")  # fmt: skip
     parser.add_argument("--hidden-seed", type=int, help="fix the hidden inputs (default: random)")
-    args = parser.parse_args(argv)
+    shard = parser.add_mutually_exclusive_group()
+    shard.add_argument("--shard", metavar="I/N",
+                       help="grade only shard I of N (from 0) of the sorted notebooks")  # fmt: skip
+    shard.add_argument("--shards", metavar="N", type=int,
+                       help="grade this task's shard of N: the index from SLURM_ARRAY_TASK_ID "
+                       "(a Slurm job array) or JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")  # fmt: skip
+    args = parser.parse_args(_shard_value_glued(argv))
     if not args.paths and os.environ.get("NB"):  # `make grade NB=...` passes the name this way
         args.paths = [Path(os.environ["NB"])]
-    files: list[Path] = []
-    for p in args.paths:  # rglob lists links and FIFOs (reported) but never enters a linked folder
-        files += sorted(p.rglob("*.ipynb")) if p.is_dir() else [p]
+    files = list_notebooks(args.paths)
     if not files:
-        parser.error("no notebooks found")
+        parser.error(_no_notebooks(args.paths))
     problem = _invalid(args, files)
     if problem:  # before anything is graded: a clear message, exit 2
         parser.error(problem)
+    if args.shard is not None or args.shards is not None:
+        try:
+            index, count = (parse_shard(args.shard) if args.shard is not None
+                            else shard_from_env(args.shards))  # fmt: skip
+        except ShardError as exc:
+            parser.error(str(exc))
+        everyone = len(set(files))
+        files = share(files, index, count)
+        print(f"note: shard {index}/{count}: {len(files)} of the class's {everyone} notebooks.",
+              file=sys.stderr)  # fmt: skip
+        if not files:  # more shards than notebooks: this one has nothing to do
+            if args.csv:
+                write_csv([], args.csv)
+            return 0
     print(f"note: {isolation()}.", file=sys.stderr)
     options = {"timeout": args.timeout, "memory_mb": args.memory_mb,
                "max_processes": args.max_processes, "disk_mb": args.disk_mb}  # fmt: skip
@@ -134,6 +160,43 @@ def main(argv: list[str]) -> int:
         write_csv(results, args.csv)
         print(f"\nwrote {args.csv}")
     return 0 if all(r.all_passed for r in results) else 1
+
+
+def _shard_value_glued(argv: list[str]) -> list[str]:
+    """``--shard -1/2`` as ``--shard=-1/2``: argparse would read ``-1/2`` as an option and say
+    only "expected one argument"; glued, the value reaches the check that says what is wrong."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] == "--shard" and i + 1 < len(argv):
+            out.append(f"--shard={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
+def list_notebooks(paths: list[Path]) -> list[Path]:
+    """The notebooks the command grades: each folder walked (``*.ipynb``, sorted), each file
+    given as it is."""
+    files: list[Path] = []
+    for p in paths:  # rglob lists links and FIFOs (reported) but never enters a linked folder
+        files += sorted(p.rglob("*.ipynb")) if p.is_dir() else [p]
+    return files
+
+
+def _no_notebooks(paths: list[Path]) -> str:
+    """Why nothing is graded: what was given, and what was found there instead."""
+    if not paths:
+        return "no notebooks found: give notebooks or a folder of notebooks (.ipynb)"
+    found = sorted(str(f.relative_to(p)) for p in paths if p.is_dir()
+                   for f in p.rglob("*") if f.is_file())  # fmt: skip
+    said = " ".join(str(p) for p in paths)
+    if not found:
+        return f"no notebooks found in {said}: it holds no files; give the .ipynb notebooks"
+    listed = ", ".join(found[:5]) + (" …" if len(found) > 5 else "")
+    return (f"no notebooks found in {said}: {len(found)} files, none ending in .ipynb "
+            f"({listed}); give the .ipynb notebooks")  # fmt: skip
 
 
 def _invalid(args, files: list[Path]) -> str | None:

@@ -98,6 +98,32 @@ def print_summary(r: Result) -> None:
         )
 
 
+REASON_CHARS = 600  # one exercise's reason in the CSV, at most (a notebook's text is in it)
+
+
+def csv_reason(why: str, limit: int = REASON_CHARS) -> str:
+    """One exercise's reason on one CSV line: whole when it fits in ``limit`` characters;
+    otherwise the message's first line and its hint (which comes last: what the student is
+    told to do), each cut with "…" where it had to be."""
+    whole = _one_line(why)
+    if len(whole) <= limit:
+        return whole
+    head, found, hint = why.rpartition("\nHint:")
+    if not found:
+        return _cut(whole, limit)
+    tail = _cut(_one_line("Hint:" + hint), limit // 2)
+    first = _one_line(head.split("\n", 1)[0])
+    return f"{_cut(first, limit - len(tail) - 3)} … {tail}"
+
+
+def _one_line(text: str) -> str:
+    return clean(" ".join(text.split()))
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def write_csv(results: list[Result], out: Path) -> None:
     ids = sorted({e for r in results for e in r.exercises}, key=_order)
     with out.open("w", newline="") as fh:
@@ -111,7 +137,7 @@ def write_csv(results: list[Result], out: Path) -> None:
                 for e in ids
             ]
             reasons = "; ".join(
-                f"{e}: {clean(' '.join(why.split()))[:300]}"
+                f"{e}: {csv_reason(why)}"
                 for e, (ok, why) in sorted(r.exercises.items(), key=lambda kv: _order(kv[0]))
                 if not ok
             )

@@ -202,8 +202,9 @@ def inner_checks_off(model) -> None:
             module.checks = False
 
 
-def check_features(x, name: str, d_model: int, size_name: str = "d_model"):
-    """Return ``x`` if it is a torch tensor ``(batch, n, d_model)``, else raise naming it."""
+def check_features(x, name: str, d_model: int, size_name: str = "d_model", *, like=None):
+    """Return ``x`` if it is a torch tensor ``(batch, n, d_model)`` (of the dtype of the module
+    ``like``'s weights, if given), else raise naming it."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if not x.is_floating_point():
@@ -212,11 +213,12 @@ def check_features(x, name: str, d_model: int, size_name: str = "d_model"):
         raise ValueError(
             f"{name} must have shape (batch, n, {size_name}={d_model}), got {tuple(x.shape)}"
         )
-    return x
+    return _check_dtype_like(x, name, like)
 
 
-def check_last_dim(x, name: str, size: int, size_name: str = "d_model"):
-    """Return ``x`` if it is a floating torch tensor ``(..., size)``, else raise naming it."""
+def check_last_dim(x, name: str, size: int, size_name: str = "d_model", *, like=None):
+    """Return ``x`` if it is a floating torch tensor ``(..., size)`` (of the dtype of the module
+    ``like``'s weights, if given), else raise naming it."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(
             f"{name} must be a torch.Tensor (..., {size_name}={size}), got {type(x).__name__}"
@@ -225,6 +227,21 @@ def check_last_dim(x, name: str, size: int, size_name: str = "d_model"):
         raise TypeError(f"{name} must be a floating tensor, got {x.dtype}")
     if x.ndim == 0 or x.shape[-1] != size:
         raise ValueError(f"{name} must end with {size_name}={size}, got {tuple(x.shape)}")
+    return _check_dtype_like(x, name, like)
+
+
+def _check_dtype_like(x, name: str, module):
+    """``x`` if ``module`` is None or its first floating weight has ``x``'s dtype; else a
+    ``TypeError`` naming ``x`` and both dtypes (torch's own says only "mat1 and mat2")."""
+    if module is None:
+        return x
+    weight = next((p for p in module.parameters() if p.is_floating_point()), None)
+    if weight is not None and weight.dtype != x.dtype:
+        raise TypeError(
+            f"{name} has dtype {x.dtype} but {type(module).__name__}'s weights are "
+            f"{weight.dtype}: convert one to the other ({name}.to({weight.dtype}) or "
+            f"model.to({x.dtype}))"
+        )
     return x
 
 
@@ -310,6 +327,17 @@ def check_token_sequence(tokens, name: str) -> list:
     if not isinstance(tokens, (Sequence, np.ndarray)):
         raise TypeError(f"{name} must be a list of tokens, got {type(tokens).__name__}")
     return list(tokens)
+
+
+def check_special_tokens(special_tokens, unk_token) -> list[str]:
+    """``special_tokens`` as a list of str, and ``unk_token`` None or a str; else a TypeError
+    naming the argument."""
+    tokens = check_token_sequence(special_tokens, "special_tokens")
+    for i, t in enumerate(tokens):
+        check_str(t, f"special_tokens[{i}]")
+    if unk_token is not None:
+        check_str(unk_token, "unk_token")
+    return tokens
 
 
 def check_finite_loss(loss, step: int):
@@ -517,6 +545,16 @@ def check_class_ids(values, name: str, num_classes: int) -> np.ndarray:
             f"{name} must lie in [0, num_classes={num_classes}), got {bad[0].item()!r}"
         )
     return v
+
+
+def check_generator(generator, name: str = "generator"):
+    """``generator`` if it is None or a ``torch.Generator``, else a TypeError naming it."""
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"{name} must be a torch.Generator or None, got {type(generator).__name__} "
+            f"{generator!r:.40}; make one with torch.Generator().manual_seed(0)"
+        )
+    return generator
 
 
 def check_context(model) -> int:

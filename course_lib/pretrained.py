@@ -93,6 +93,7 @@ FILL_MASK_PROBES: list[tuple[str, tuple[str, ...]]] = [
     ("The capital of France is [MASK].", ("paris",)),
 ]  # fmt: skip
 N_TECHNICAL_PROBES = 14
+MINILM_MAX_POSITIONS = 512  # all-MiniLM-L6-v2's max_position_embeddings (its config.json)
 
 
 def minilm_path():
@@ -167,7 +168,12 @@ def fill_mask(text: str, top_k: int = 5) -> list[tuple[str, float]]:
         )
     top_k = check_positive_int(top_k, "top_k")
     tokenizer, encoder, head, meta = load_minilm_mlm()
-    enc = tokenizer(text, return_tensors="pt")
+    if top_k > len(tokenizer):
+        raise ValueError(
+            f"top_k must be at most the vocabulary size {len(tokenizer):,} (every token ranked), "
+            f"got {top_k:,}"
+        )
+    enc = _minilm_tokens(tokenizer, text, "text")
     ids = enc["input_ids"]
     where = int((ids[0] == tokenizer.mask_token_id).nonzero()[0, 0])
     with torch.no_grad():
@@ -207,13 +213,31 @@ def load_topic_classifier(labels: str = "budget"):
     return classifier.eval(), meta
 
 
+def _minilm_tokens(tokenizer, text: str, name: str):
+    """``tokenizer(text)`` as tensors, or a ValueError naming ``name`` if the text has more
+    tokens (with [CLS] and [SEP]) than MiniLM has positions (``max_position_embeddings``, 512)."""
+    enc = tokenizer(text, return_tensors="pt")
+    n, limit = enc["input_ids"].shape[1], MINILM_MAX_POSITIONS
+    if n > limit:
+        raise ValueError(
+            f"{name} is {n:,} WordPiece tokens long with [CLS] and [SEP]; MiniLM reads at most "
+            f"{limit} (its max_position_embeddings): split the text or shorten it"
+        )
+    return enc
+
+
 def encode(text: str):
     """``(tokens, outputs)`` of MiniLM on ``text``: its WordPiece tokens (with [CLS]/[SEP]) and
     the model output with ``hidden_states`` (7 of ``(1, n, 384)``) and ``attentions``
-    (6 of ``(1, 12, n, n)``)."""
-    check_str(text, "text")
+    (6 of ``(1, 12, n, n)``). MiniLM reads at most 512 tokens: a longer text is refused."""
+    return _encode(text, "text")
+
+
+def _encode(text: str, name: str):
+    """:func:`encode`, its errors naming the caller's argument ``name``."""
+    check_str(text, name)
     tokenizer, model = load_minilm()
-    enc = tokenizer(text, return_tensors="pt")
+    enc = _minilm_tokens(tokenizer, text, name)
     with torch.no_grad():
         out = model(**enc, output_hidden_states=True, output_attentions=True)
     tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0])
@@ -236,7 +260,7 @@ def word_vectors(sentence: str, word: str, occurrence: int = 0) -> torch.Tensor:
     pieces = tokenizer.tokenize(word)
     if not pieces:
         raise ValueError(f"word {word!r} has no WordPiece tokens")
-    enc = tokenizer(sentence, return_tensors="pt")
+    enc = _minilm_tokens(tokenizer, sentence, "sentence")
     with torch.no_grad():
         out = encoder(enc["input_ids"], enc["token_type_ids"], enc["attention_mask"])
     tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0])
@@ -264,7 +288,7 @@ def cosine_by_layer(sentence_a: str, sentence_b: str, word: str) -> np.ndarray:
 def attention_maps(sentence: str) -> tuple[list[str], torch.Tensor]:
     """``(tokens, weights)``: the WordPiece tokens (with [CLS]/[SEP]) and the attention weights
     ``(layers=6, heads=12, n, n)``; row ``i`` of a map is how token ``i`` spreads its attention."""
-    tokens, out = encode(check_str(sentence, "sentence"))
+    tokens, out = _encode(sentence, "sentence")
     return tokens, torch.stack(out.attentions)[:, 0]
 
 

@@ -190,11 +190,19 @@ def quiz_path(lecture: str, folder: Path = QUIZ_DIR) -> Path:
     """The quiz file of a lecture, given as ``"01"`` or ``"01_softmax"``."""
     if not isinstance(lecture, str) or not re.fullmatch(r"\d\d(_\w+)?", lecture):
         raise ValueError(f"lecture must look like '01' or '01_softmax', got {lecture!r}")
+    if not isinstance(folder, str | Path) or not Path(folder).is_dir():
+        raise NotADirectoryError(f"folder must be a folder of quiz files, got {folder!r:.60}")
+    folder = Path(folder)
     found = sorted(folder.glob(f"{lecture[:2]}_*.toml"))
     if len(found) != 1:
         raise FileNotFoundError(
             f"lecture {lecture!r}: expected one quiz file {folder}/{lecture[:2]}_*.toml, "
             f"found {len(found)}"
+        )
+    if len(lecture) > 2 and found[0].stem != lecture:
+        raise FileNotFoundError(
+            f"lecture {lecture!r}: no quiz {lecture}.toml; lecture {lecture[:2]}'s quiz is "
+            f"{found[0].stem!r} (or give the number alone, {lecture[:2]!r})"
         )
     return found[0]
 
@@ -205,7 +213,14 @@ def load_quiz(path: Path | str) -> Quiz:
         raise TypeError(
             f"path must be a quiz file or a lecture such as '01', got {type(path).__name__}"
         )
-    path = quiz_path(path) if isinstance(path, str) and not path.endswith(".toml") else Path(path)
+    if isinstance(path, str) and not path.endswith(".toml"):
+        if not re.fullmatch(r"\d\d(_\w+)?", path):
+            raise ValueError(
+                f"path must be a quiz file (.toml) or a lecture such as '01' or '01_softmax', "
+                f"got {path!r}"
+            )
+        path = quiz_path(path)
+    path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"path: no quiz file {path}")
     try:

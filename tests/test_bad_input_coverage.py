@@ -98,7 +98,8 @@ EXEMPT: dict[str, str] = {
     "course_lib.nn.attention:causal_mask_from": _INNER.format("MultiHeadAttention.forward"),
     "course_lib.nn.residual:residual": _INNER.format("EncoderLayer/DecoderLayer.forward"),
     "course_lib.nn.rope:rotate": _INNER.format("rope_qk, the attention's qk_transform"),
-    "course_lib.nn.rope:rope_qk": _INNER.format("ModernLM.forward"),
+    "course_lib.nn.rope:rope_qk_unchecked": "unchecked by name: "
+    + _INNER.format("ModernLM.forward; rope_qk is it with its input checked"),
     "course_lib.data.chat:load_chat_tokenizer": _NO_ARGS.format("the shipped tokenizer + chat"),
     "course_lib.data.instructions:instruction_words": _NO_ARGS.format("the fixed word split"),
     "course_lib.data.instructions:Instruction": _RECORD.format("make_instruction"),

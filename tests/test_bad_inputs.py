@@ -16,6 +16,7 @@ import course_lib.checks as K
 import course_lib.tokenization as tok
 import course_lib.viz as V
 from course_lib.bleu import bleu_statistics, compute_bleu, tokenize_for_bleu
+from course_lib.checks.given_torch import make_layer
 from course_lib.checks.quiz import check_quiz
 from course_lib.data import Batch, Vocab, generate_pairs, make_batch, word_tokens
 from course_lib.data.pretraining import mask_tokens, pair_input, truncate_pair
@@ -78,6 +79,8 @@ _Q1, _P1 = torch.full((1, 5), 0.2), torch.full((2, 5), 0.2)
 _ONE = torch.tensor([[1, 2]])
 
 
+_DIAGNOSIS = dict(seed=0, faults=("ok", "ascending"), factory="course_lib.checks.given:mystery_sampler",
+                  salt=114, noun="sampler", evidence=lambda fault, got: "a probe", title="t")  # fmt: skip
 CASES = [
     # softmax
     (C.softmax, (nan,), {}, ValueError, "x contains nan"),
@@ -172,6 +175,7 @@ CASES = [
      "references[0] must be a non-empty list of token lists"),
     (bleu_statistics, ([["a"]], []), {}, ValueError,
      "hypotheses and references must have the same length: got 1 hypotheses and 0 reference entries"),
+    (bleu_statistics, ([], []), {}, ValueError, "hypotheses is empty; BLEU needs at least one sentence"),
     (bleu_statistics, ([[1, 2]], [[[1, 2]]]), {}, TypeError, "tokens must be str, got int"),
     (compute_bleu, ([1, 1], [1, 1], 2, 2), {}, ValueError,
      "counts and totals need max_ngram_order=4 entries, got 2 and 2"),
@@ -272,6 +276,13 @@ CASES = [
     (C.DecoderLayer, (6, 4), {}, ValueError, "not divisible"),
     (C.DecoderLayer, (8, 2), {"layer_norm_eps": "1e-5"}, TypeError, "layer_norm_eps must be a positive number"),
     (C.DecoderLayer, (8, 2), {"dropout": -0.1}, ValueError, "dropout must be a probability"),
+    (C.EncoderLayer, (8, 2), {"norm_first": "yes"}, TypeError, "norm_first must be True or False, got str 'yes'"),
+    (C.DecoderLayer, (8, 2), {"norm_first": 1}, TypeError, "norm_first must be True or False, got int 1"),
+    (C.Encoder, (1, 8, 2), {"final_norm": "no"}, TypeError, "final_norm must be True or False, got str 'no'"),
+    (make_layer, ("encoder", 8, 2, "yes", 0), {}, TypeError,
+     "norm_first must be True or False, got str 'yes'"),
+    (make_layer, ("encoders", 8, 2, True, 0), {}, ValueError,
+     "kind must be one of ['decoder', 'encoder'], got 'encoders'"),
     (C.Encoder, (0, 8, 2), {}, ValueError, "num_layers must be >= 1, got 0"),
     (C.Encoder, (2, 8, 3), {}, ValueError, "not divisible"),
     (C.Encoder, (2, 8, 2), {"activation": "tanh"}, ValueError, "activation must be one of"),
@@ -667,6 +678,19 @@ CASES = [
     (lambda: BPE.encode_word(3), (), {}, TypeError, "word must be a str, got int", tok.BPETokenizer),
     (lambda: K.Built("course_lib.checks:nosuch").build(), (), {}, ValueError,
      "factory 'course_lib.checks:nosuch': course_lib.checks has no function nosuch", K.Built),
+    # the checks' shared helpers: a student's wrong answer is an ExerciseError saying what was due
+    (K.answer_array, ("1.1", "abc", "w", (2,)), {}, K.ExerciseError,
+     "w: expected an array of shape (2,), got str."),
+    (K.answer_array, ("1.1", [1.0, 2.0, 3.0], "w", (2,)), {}, K.ExerciseError,
+     "w: expected an array of shape (2,), got shape (3,)."),
+    (K.answer_array, ("1.1", {"a": 1}, "w"), {}, K.ExerciseError,
+     "w: expected an array of numbers, got dict."),
+    (K.check_diagnosis, ("11.4", lambda sampler: "nope"), _DIAGNOSIS, K.ExerciseError,
+     "sampler 1: expected one of ok, ascending, got 'nope'."),
+    (K.check_diagnosis, ("11.4", lambda sampler: "ascending"), _DIAGNOSIS, K.ExerciseError,
+     "sampler 1: you diagnosed 'ascending', which does not explain what it does."),
+    (K.check_diagnosis, ("11.4", lambda sampler: 1 / 0), _DIAGNOSIS, K.ExerciseError,
+     "your function raised ZeroDivisionError"),
     # concept quizzes (course_lib.quiz, course_lib.checks.quiz)
     (check_quiz, ("a", "01", 0), {}, ValueError, "number must be an item of quiz 01 (1-8), got 0"),
     (check_quiz, ("a", "01", True), {}, ValueError, "number must be an item of quiz 01"),
@@ -676,7 +700,7 @@ CASES = [
     (judge, (None, "a"), {}, TypeError, "item must be a quiz Item, got NoneType"),
     (judge, ({"kind": "choice"}, "a"), {}, TypeError, "item must be a quiz Item, got dict"),
     (load_quiz, (3,), {}, TypeError, "path must be a quiz file or a lecture such as '01', got int"),
-    (load_quiz, ("1",), {}, ValueError, "lecture must look like '01' or '01_softmax', got '1'"),
+    (load_quiz, ("1",), {}, ValueError, "path must be a quiz file (.toml) or a lecture such as '01' or '01_softmax', got '1'"),
     (load_quiz, ("/no/such/quiz.toml",), {}, FileNotFoundError, "path: no quiz file /no/such/quiz.toml"),
     (load_quizzes, (3,), {}, NotADirectoryError, "folder must be a folder of quiz files, got 3"),
     (load_quizzes, ("/no/such",), {}, NotADirectoryError, "got '/no/such'"),
@@ -684,6 +708,9 @@ CASES = [
     (quiz_path, ("1",), {}, ValueError, "lecture must look like '01' or '01_softmax', got '1'"),
     (quiz_path, (1,), {}, ValueError, "got 1"),
     (quiz_path, ("99",), {}, FileNotFoundError, "lecture '99': expected one quiz file"),
+    (quiz_path, ("01_other",), {}, FileNotFoundError,
+     "lecture '01_other': no quiz 01_other.toml; lecture 01's quiz is '01_softmax'"),
+    (load_quiz, ("01_other",), {}, FileNotFoundError, "lecture '01_other': no quiz 01_other.toml"),
     # lecture 15: quantisation, the KV cache's memory
     (C.quantize, (np.ones((2, 30)), "Q8_0"), {}, ValueError,
      "x: the block size 32 does not divide the row length 30"),
@@ -750,6 +777,13 @@ CASES = [
      "fmt must be one of"),
     (quantized_model.quantize_weights, (nn.Linear(32, 2), "Q8_0", "yes"), {}, TypeError,
      "embeddings must be True or False"),
+    # issue 49: a matrix that does not split into the format's blocks (weight_bytes was silent)
+    (quantized_model.quantize_weights, (nn.Linear(30, 2), "Q8_0"), {}, ValueError,
+     "model's matrix 'weight' has shape (2, 30); fmt='Q8_0' stores blocks and needs rows of a multiple of 32"),
+    (quantized_model.weight_bytes, (nn.Sequential(nn.Linear(40, 2)), "Q4_1"), {}, ValueError,
+     "model's matrix '0' has shape (2, 40); fmt='Q4_1' stores blocks"),
+    (quantized_model.weight_bytes, (nn.Linear(32, 3), "NF4"), {}, ValueError,
+     "fmt='NF4' stores blocks and needs a multiple of 64 weights"),
     (quantized_model.weight_bytes, (None, "Q8_0"), {}, TypeError,
      "model must be a torch.nn.Module, got NoneType"),
     (quantized_model.weight_bytes, (nn.Linear(32, 2), "int4"), {}, ValueError, "got 'int4'"),
@@ -812,3 +846,14 @@ def test_encoder_layer_forward_bad_input(call, error, fragment):
     with pytest.raises(error, match=None) as info:
         call(C.EncoderLayer(8, 2))
     assert fragment in str(info.value)
+
+
+def test_judge_refuses_what_is_not_one_real_number():
+    """Issue 49: a complex number (its imaginary part would be dropped), an array or a list is
+    not a numeric answer; a numpy float32 of the right value is."""
+    item = next(i for i in load_quiz("01").items if i.kind == "numeric")
+    for answer in (complex(item.answer, 1), np.complex128(item.answer + 1j), "(1+1j)",
+                   np.array([item.answer]), [item.answer], True):  # fmt: skip
+        ok, why = judge(item, answer)
+        assert not ok and why.startswith("expected a number, got "), (answer, why)
+    assert judge(item, np.float32(item.answer)) == (True, "")

@@ -106,6 +106,7 @@ LORA_L = lora.LoRALinear(nn.Linear(4, 3), 2, 4.0)
 NP_ = tg.NP("cat")
 VP_ = tg.VP("saw", tg.NP("dog"))
 CLAUSE = tg.Clause(NP_, VP_)
+LONG_TEXT = " ".join(["word"] * 2000)  # 2,000 WordPiece tokens
 
 
 def _batch(labels: torch.Tensor) -> dict:
@@ -706,6 +707,14 @@ CASES = [
     (pretrained.fill_mask, ("no mask here",), {}, ValueError, "text must contain exactly one [MASK], got 0"),
     (pretrained.fill_mask, ("a [MASK] b",), {"top_k": 0}, ValueError, "top_k must be >= 1, got 0"),
     (pretrained.fill_mask, (3,), {}, TypeError, "text must be a str, got int"),
+    # issue 49: MiniLM has 512 positions and 30,522 tokens (these rows load it)
+    (pretrained.encode, (LONG_TEXT,), {}, ValueError,
+     "text is 2,002 WordPiece tokens long with [CLS] and [SEP]; MiniLM reads at most 512"),
+    (pretrained.word_vectors, (LONG_TEXT, "word"), {}, ValueError, "sentence is 2,002 WordPiece tokens long"),
+    (pretrained.attention_maps, (LONG_TEXT,), {}, ValueError, "sentence is 2,002 WordPiece tokens long"),
+    (pretrained.fill_mask, ("[MASK] " + LONG_TEXT,), {}, ValueError, "text is 2,003 WordPiece tokens long"),
+    (pretrained.fill_mask, ("a [MASK] b",), {"top_k": 10**6}, ValueError,
+     "top_k must be at most the vocabulary size 30,522 (every token ranked), got 1,000,000"),
     # SmolLM2 from its GGUF file (a bad file: tests/test_gguf.py; each check runs before loading)
     (pretrained.load_smollm2, (3,), {}, TypeError, "path must be a file path (str or Path), got int"),
     (pretrained.load_smollm2, ("/no/such/file.gguf",), {}, FileNotFoundError,
@@ -727,6 +736,23 @@ CASES = [
     (SMOLLM2_FILE.tensor, ("",), {}, ValueError, "has no tensor ''"),
     # forward (and the other public methods) of the torch modules
     (MHA.forward, (T3,), {"cache": KVCache()}, TypeError, "cache must be a LayerKVCache or None, got KVCache"),
+    # issue 49: a float64 input to a float32 module (torch says only "mat1 and mat2 must have the same dtype")
+    (MHA.forward, (T3.double(),), {}, TypeError,
+     "query has dtype torch.float64 but MultiHeadAttention's weights are torch.float32: convert one to the other (query.to(torch.float32) or model.to(torch.float64))"),
+    (MHA.forward, (T3, T3.double(), T3.double()), {}, TypeError, "key has dtype torch.float64 but MultiHeadAttention's weights are torch.float32"),
+    (FFN.forward, (T3.double(),), {}, TypeError, "x has dtype torch.float64 but FeedForward's weights are torch.float32"),
+    (FFN_SWIGLU.forward, (T3.double(),), {}, TypeError, "x has dtype torch.float64 but SwiGLUFeedForward's weights"),
+    (ENC_LAYER.forward, (T3.double(),), {}, TypeError, "x has dtype torch.float64 but EncoderLayer's weights"),
+    (ENC.forward, (T3.half(),), {}, TypeError, "x has dtype torch.float16 but Encoder's weights are torch.float32"),
+    (DEC_LAYER.forward, (T3, T3.double()), {}, TypeError, "memory has dtype torch.float64 but DecoderLayer's weights"),
+    (DEC.forward, (T3.double(), T3), {}, TypeError, "x has dtype torch.float64 but Decoder's weights"),
+    (MOE_S.forward, (T3.double(),), {}, TypeError, "x has dtype torch.float64 but MixtureOfExperts's weights"),
+    (MLA_S.forward, (torch.ones(1, 3, 16, dtype=torch.float64),), {}, TypeError,
+     "x has dtype torch.float64 but MultiHeadLatentAttention's weights"),
+    (CLASSIFIER.forward, (T3.double(), M3), {}, TypeError, "hidden has dtype torch.float64 but BertClassifier's weights"),
+    (MLM_HEAD.forward, (torch.ones(1, 8, dtype=torch.float64), torch.ones(20, 8)), {}, TypeError,
+     "hidden has dtype torch.float64 but MlmHead's weights"),
+    (LORA_L.forward, (torch.ones(2, 4, dtype=torch.float64),), {}, TypeError, "x has dtype torch.float64 but LoRALinear's weights"),
     (MHA.forward, (T3, torch.ones(1, 3, 8)), {"causal": True}, ValueError, "causal=True is for self-attention"),
     (MHA.forward, (T3, torch.ones(1, 0, 8), torch.ones(1, 0, 8)), {}, ValueError,
      "query and key need at least one position each"),
@@ -787,7 +813,9 @@ CASES = [
     (BERT_S.nsp_logits, (torch.ones(1, 3, 5),), {}, ValueError, "hidden must have shape (batch, n, d_model=8), got (1, 3, 5)"),
     (BERT_ENC.forward, (IDS[0],), {}, ValueError, "input_ids must have shape (batch, n)"),
     (BERT_ENC.forward, (torch.tensor([[1, 25]]),), {}, ValueError, "input_ids must lie in [0, vocab_size=20)"),
-    (BERT_ENC.forward, (IDS, torch.full((1, 3), 2)), {}, ValueError, "token_type_ids must be < type_vocab_size=2"),
+    (BERT_ENC.forward, (IDS, torch.full((1, 3), 2)), {}, ValueError, "token_type_ids must lie in [0, type_vocab_size=2), got ids from 2 to 2"),
+    (BERT_ENC.forward, (IDS, torch.tensor([[0, -1, 0]])), {}, ValueError, "token_type_ids must lie in [0, type_vocab_size=2), got ids from -1 to 0"),
+    (BERT_ENC.forward, (IDS, torch.zeros(1, 3)), {}, TypeError, "token_type_ids must be a torch.long tensor of token ids (batch, n), got torch.float32"),
     (BERT_ENC.forward, (IDS, None, torch.ones(1, 2)), {}, ValueError, "attention_mask must have the shape of input_ids (1, 3), got (1, 2)"),
     (BERT_ENC.forward, (IDS, None, torch.zeros(1, 3)), {}, ValueError, "attention_mask hides every key from some query"),
     (BERT_ENC.embed, (IDS[0],), {}, ValueError, "input_ids must have shape (batch, n)"),
@@ -1309,6 +1337,8 @@ EXEMPT = {
     "course_lib.nn.attention.attend": _INNER.format("MultiHeadAttention.forward"),
     "course_lib.nn.residual.residual": _INNER.format("EncoderLayer/DecoderLayer.forward"),
     "course_lib.nn.rope.rotate": _INNER.format("rope_qk, the attention's hook"),
+    "course_lib.nn.rope.rope_qk_unchecked": "unchecked by name: "
+    + _INNER.format("ModernLM.forward; rope_qk is it with its input checked"),
     "course_lib.pretrained.minilm_path": "takes no argument",
     "course_lib.pretrained.load_minilm": "takes no argument",
     "course_lib.pretrained.load_minilm_encoder": "takes no argument",

@@ -11,39 +11,59 @@ from course_lib.checks import ExerciseError
 from course_lib.checks.lecture15 import (
     check_acceptance,
     check_cache_bytes_per_token,
-    check_dequantize_q4_0,
-    check_int8_per_channel,
+    check_dequantize_q5_0,
+    check_uint8_per_channel,
 )
 
 # --- right answers, written independently of course_lib ------------------------------------
 
 
-def int8_divide(w):
-    scale = np.abs(w).max(axis=1, keepdims=True) / 127
-    return np.round(w / scale).astype(np.int8), scale
+def uint8_numpy(w):
+    lo = np.minimum(w.min(axis=1, keepdims=True), 0)
+    hi = np.maximum(w.max(axis=1, keepdims=True), 0)
+    scale = (hi - lo) / 255
+    zero_point = np.round(-lo / scale)
+    return np.clip(np.round(w / scale) + zero_point, 0, 255).astype(np.uint8), scale, zero_point
 
 
-def int8_torch(w):
+def uint8_torch(w):
+    """torch's own per-channel quint8: its observer's qparams, its quantize_per_channel."""
+    import warnings
+
+    from torch.ao.quantization import PerChannelMinMaxObserver
+
     t = torch.tensor(w)
-    absmax = t.abs().amax(dim=1)
-    return torch.round(t * (127 / absmax[:, None])).to(torch.int8), absmax / 127
+    observer = PerChannelMinMaxObserver(ch_axis=0, dtype=torch.quint8,
+                                        qscheme=torch.per_channel_affine)  # fmt: skip
+    observer(t)
+    scale, zero_point = observer.calculate_qparams()
+    with warnings.catch_warnings():  # torch 2.13 says its quantized tensors are deprecated
+        warnings.simplefilter("ignore", UserWarning)
+        q = torch.quantize_per_channel(t, scale, zero_point, 0, torch.quint8).int_repr()
+    return q, scale.float(), zero_point  # float32 scales, levels from float32 w * (1 / scale)
 
 
-def q4_0_loop(blocks, shape):
+def q5_0_loop(blocks, shape):
     out = []
-    for block in blocks.reshape(-1, 18):
+    for block in blocks.reshape(-1, 22):
         d = np.frombuffer(block[:2].tobytes(), dtype="<f2")[0].astype(np.float32)
-        low = [d * ((int(b) & 15) - 8) for b in block[2:]]
-        high = [d * ((int(b) >> 4) - 8) for b in block[2:]]
-        out += low + high
+        qh = int.from_bytes(block[2:6].tobytes(), "little")
+        values = [0] * 32
+        for j in range(16):
+            values[j] = (int(block[6 + j]) & 15) + 16 * ((qh >> j) & 1)
+            values[j + 16] = (int(block[6 + j]) >> 4) + 16 * ((qh >> (j + 16)) & 1)
+        out += [d * (v - 16) for v in values]
     return np.array(out, dtype=np.float32).reshape(shape)
 
 
-def q4_0_vector(blocks, shape):
-    b = blocks.reshape(-1, 18)
+def q5_0_unpackbits(blocks, shape):
+    b = blocks.reshape(-1, 22)
     d = b[:, :2].copy().view(np.float16).astype(np.float64)
-    q = np.concatenate([b[:, 2:] & 0x0F, b[:, 2:] >> 4], axis=1).astype(np.int64) - 8
-    return (d * q).reshape(shape)
+    fifth = np.unpackbits(b[:, 2:6], axis=1, bitorder="little")  # (n, 32): bit j of qh
+    low = np.concatenate([b[:, 6:] % 16, b[:, 6:] // 16], axis=1)
+    return torch.tensor(d * (low.astype(np.int64) + 16 * fifth.astype(np.int64) - 16)).reshape(
+        shape
+    )
 
 
 def accept_loop(p, q, tokens, r):
@@ -83,8 +103,8 @@ def cache_bytes_numpy(config):
 
 
 RIGHT = [
-    (check_int8_per_channel, int8_divide, int8_torch, "15.1 passed"),
-    (check_dequantize_q4_0, q4_0_loop, q4_0_vector, "15.2 passed"),
+    (check_uint8_per_channel, uint8_numpy, uint8_torch, "15.1 passed"),
+    (check_dequantize_q5_0, q5_0_loop, q5_0_unpackbits, "15.2 passed"),
     (check_acceptance, accept_loop, accept_vector, "15.3 passed"),
     (check_cache_bytes_per_token, cache_bytes, cache_bytes_numpy, "15.4 passed"),
 ]
@@ -101,34 +121,45 @@ def test_right_answers_pass_for_several_seeds(check, first, second, message, cap
 # --- the usual mistakes ------------------------------------------------------------------------
 
 
-def int8_with(scale_of, rounding=np.round):
+def uint8_with(scale_of=None, zero_point_of=None, level_of=None):
+    """uint8_numpy with one step replaced by a usual mistake."""
+
     def answer(w):
-        scale = scale_of(w)
-        return rounding(w / scale), scale
+        lo = np.minimum(w.min(axis=1, keepdims=True), 0)
+        hi = np.maximum(w.max(axis=1, keepdims=True), 0)
+        scale = (hi - lo) / 255 if scale_of is None else scale_of(w, lo, hi)
+        zp = np.round(-lo / scale) if zero_point_of is None else zero_point_of(lo, scale)
+        q = (np.clip(np.round(w / scale) + zp, 0, 255) if level_of is None
+             else level_of(w, scale, zp))  # fmt: skip
+        return q.astype(np.uint8), scale, zp
 
     return answer
 
 
-def q4_0_with(order="split", minus=8, scale=True):
+def q5_0_with(minus=16, fifth="right", order="split", scale=True, wrap=False):
+    """The right Q5_0 dequantiser with one step replaced by a usual mistake."""
+
     def answer(blocks, shape):
-        b = blocks.reshape(-1, 18)
+        b = blocks.reshape(-1, 22)
         d = b[:, :2].copy().view(np.float16).astype(np.float32) if scale else 1.0
-        lo, hi = b[:, 2:] & 15, b[:, 2:] >> 4
-        if order == "split":
-            q = np.concatenate([lo, hi], axis=1)
-        elif order == "swapped":
-            q = np.concatenate([hi, lo], axis=1)
-        else:
-            q = np.stack([lo, hi], axis=2).reshape(len(b), 32)
-        return (d * (q.astype(np.float32) - minus)).reshape(shape)
+        qh = b[:, 2:6].copy().view("<u4" if fifth != "big" else ">u4").astype(np.int64)
+        j = np.arange(16)
+        bits = {
+            "right": np.concatenate([(qh >> j) & 1, (qh >> (j + 16)) & 1], axis=1),
+            "big": np.concatenate([(qh >> j) & 1, (qh >> (j + 16)) & 1], axis=1),
+            "same": np.concatenate([(qh >> j) & 1, (qh >> j) & 1], axis=1),
+            "none": np.zeros((len(b), 32), dtype=np.int64),
+            "one": np.concatenate([(qh >> j) & 1, (qh >> (j + 16)) & 1], axis=1),
+        }[fifth]
+        lo, hi = b[:, 6:] & 15, b[:, 6:] >> 4
+        low = (np.concatenate([lo, hi], axis=1) if order == "split"
+               else np.stack([lo, hi], axis=2).reshape(len(b), 32))  # fmt: skip
+        v = low.astype(np.int64) + (1 if fifth == "one" else 16) * bits
+        if wrap:
+            return (d * (v.astype(np.uint8) - np.uint8(minus)).astype(np.float32)).reshape(shape)
+        return (d * (v - minus)).reshape(shape)
 
     return answer
-
-
-def q4_0_uint8(blocks, shape):
-    b = blocks.reshape(-1, 18)
-    d = b[:, :2].copy().view(np.float16).astype(np.float32)
-    return (d * (np.concatenate([b[:, 2:] & 15, b[:, 2:] >> 4], axis=1) - 8)).reshape(shape)
 
 
 def accept_no_stop(p, q, tokens, r):
@@ -185,19 +216,29 @@ def cache_with(**changes):
 
 
 WRONG = [
-    (check_int8_per_channel, int8_with(lambda w: np.abs(w).max() / 127), "for the whole matrix"),
-    (check_int8_per_channel, int8_with(lambda w: np.abs(w).max(axis=0) / 127), "axis 0"),
-    (check_int8_per_channel, int8_with(lambda w: np.abs(w).max(axis=1, keepdims=True) / 128), "divided by 128"),  # fmt: skip
-    (check_int8_per_channel, int8_with(lambda w: np.abs(w).max(axis=1, keepdims=True) / 255), "255"),  # fmt: skip
-    (check_int8_per_channel, int8_with(lambda w: w.max(axis=1, keepdims=True) / 127), "ABSOLUTE"),  # fmt: skip
-    (check_int8_per_channel, int8_with(lambda w: np.abs(w).max(axis=1, keepdims=True) / 127, np.trunc), "truncation"),  # fmt: skip
-    (check_int8_per_channel, int8_with(lambda w: np.abs(w).max(axis=1, keepdims=True) / 127, np.floor), "np.floor"),  # fmt: skip
-    (check_int8_per_channel, lambda w: int8_divide(w)[0], "a pair (q, scale)"),
-    (check_dequantize_q4_0, q4_0_with(order="interleaved"), "j + 16 in its HIGH"),
-    (check_dequantize_q4_0, q4_0_with(order="swapped"), "you swapped them"),
-    (check_dequantize_q4_0, q4_0_with(minus=0), "subtract 8"),
-    (check_dequantize_q4_0, lambda b, shape: q4_0_with()(b, shape) * 0 + q4_0_uint8(b, shape), "wraps around"),
-    (check_dequantize_q4_0, q4_0_with(scale=False), "float16 in the first two bytes"),
+    (check_uint8_per_channel, uint8_with(scale_of=lambda w, lo, hi: np.full((len(w), 1), (max(w.max(), 0) - min(w.min(), 0)) / 255)), "for the whole matrix"),  # fmt: skip
+    (check_uint8_per_channel, uint8_with(scale_of=lambda w, lo, hi: (w.max(axis=1, keepdims=True) - w.min(axis=1, keepdims=True)) / 255), "the range must contain 0"),  # fmt: skip
+    (check_uint8_per_channel, uint8_with(scale_of=lambda w, lo, hi: (hi - lo) / 256), "not / 256"),
+    (check_uint8_per_channel, uint8_with(scale_of=lambda w, lo, hi: 255 / (hi - lo)), "its inverse"),
+    (check_uint8_per_channel, uint8_with(scale_of=lambda w, lo, hi: hi - lo), "not the range hi - lo"),
+    (check_uint8_per_channel, uint8_with(scale_of=lambda w, lo, hi: (np.maximum(w.max(axis=0), 0) - np.minimum(w.min(axis=0), 0)) / 255), "axis 0"),  # fmt: skip
+    (check_uint8_per_channel, uint8_with(scale_of=lambda w, lo, hi: np.abs(w).max(axis=1, keepdims=True) / 127), "symmetric"),  # fmt: skip
+    (check_uint8_per_channel, uint8_with(zero_point_of=lambda lo, s: -lo / s), "zero_point is an integer"),  # fmt: skip
+    (check_uint8_per_channel, uint8_with(zero_point_of=lambda lo, s: np.round(lo / s)), "sign the wrong way"),  # fmt: skip
+    (check_uint8_per_channel, uint8_with(zero_point_of=lambda lo, s: np.full_like(lo, 128)), "128 is only right"),  # fmt: skip
+    (check_uint8_per_channel, uint8_with(level_of=lambda w, s, z: np.round(w / s)), "add the zero point"),  # fmt: skip
+    (check_uint8_per_channel, uint8_with(level_of=lambda w, s, z: np.round(w / s) - z), "you subtracted it"),  # fmt: skip
+    (check_uint8_per_channel, uint8_with(level_of=lambda w, s, z: np.trunc(w / s) + z), "truncation"),  # fmt: skip
+    (check_uint8_per_channel, uint8_with(level_of=lambda w, s, z: np.floor(w / s) + z), "np.floor"),  # fmt: skip
+    (check_uint8_per_channel, lambda w: uint8_numpy(w)[:2], "a triple (q, scale, zero_point)"),
+    (check_dequantize_q5_0, q5_0_with(minus=8), "subtract 16, not 8"),
+    (check_dequantize_q5_0, q5_0_with(fifth="none"), "FIFTH bit"),
+    (check_dequantize_q5_0, q5_0_with(fifth="same"), "bit j + 16 of qh"),
+    (check_dequantize_q5_0, q5_0_with(fifth="big"), "LITTLE-endian"),
+    (check_dequantize_q5_0, q5_0_with(fifth="one"), "worth 16"),
+    (check_dequantize_q5_0, q5_0_with(order="interleaved"), "not weights 2j and 2j + 1"),
+    (check_dequantize_q5_0, q5_0_with(wrap=True), "wraps around"),
+    (check_dequantize_q5_0, q5_0_with(scale=False), "float16 in the first two bytes"),
     (check_acceptance, accept_inverted, "you used q / p"),
     (check_acceptance, accept_no_stop, "FIRST rejected draft"),
     (check_acceptance, accept_from(lambda p, q: np.maximum(q - p, 0) / np.maximum(q - p, 0).sum()), "not max(0, q - p)"),  # fmt: skip
@@ -227,3 +268,36 @@ def test_mistakes_get_their_hint(check, wrong, fragment):
 def test_stub_fails(check):
     with pytest.raises(ExerciseError, match=STUB_MESSAGE):
         check(_stub)
+
+
+# --- the checks' own references, against independent ones ---------------------------------
+
+
+def test_the_uint8_reference_is_torchs_per_channel_quint8():
+    """15.1's reference: torch's observer gives the same scales (float32) and zero points; its
+    levels, computed in float32, differ from the float64 ones by at most 1 at rounding ties."""
+    from course_lib.checks.lecture15 import _affine_uint8, _weights
+
+    for seed in range(20):
+        for _, w in _weights(np.random.default_rng(seed)):
+            q_torch, s_torch, z_torch = uint8_torch(w)
+            q, scale, zero_point, _ = _affine_uint8(w)
+            np.testing.assert_allclose(s_torch.numpy(), scale[:, 0], rtol=1e-6)
+            assert np.array_equal(z_torch.numpy(), zero_point[:, 0])
+            differ = q_torch.numpy().astype(int) != q
+            assert np.abs(q_torch.numpy().astype(int) - q).max() <= 1 and differ.mean() < 0.01
+
+
+def test_the_q5_0_reference_is_gguf_bit_for_bit():
+    from gguf import GGMLQuantizationType, quants
+
+    from course_lib.checks.lecture15 import _dequantize_q5_0, _q5_0_blocks
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 64)).astype(np.float32)
+    blocks = [quants.quantize(x, GGMLQuantizationType.Q5_0), _q5_0_blocks(rng, 5, 96)]
+    for b in blocks:
+        shape = (b.shape[0], b.shape[1] // 22 * 32)
+        want = quants.dequantize(b, GGMLQuantizationType.Q5_0)
+        assert np.array_equal(_dequantize_q5_0(b, shape), want)
+    assert np.abs(_dequantize_q5_0(blocks[0], x.shape) - x).max() < 0.1  # it is x, 5 bits deep

@@ -146,6 +146,24 @@ def test_rope_hook_scores_do_not_change_when_every_position_shifts():
     torch.testing.assert_close(a_q @ a_k.transpose(-1, -2), b_q @ b_k.transpose(-1, -2))
 
 
+def test_the_models_rope_hook_is_rope_qk_without_its_check():
+    """Issue 49: ModernLM checks its input once at forward; its layers call rope_qk_unchecked,
+    which gives rope_qk's numbers (bit for bit) and skips the per-layer shape check."""
+    from unittest import mock
+
+    from course_lib.nn import rope
+
+    model = ModernLM(ModernConfig(30, 16, 2, 1, 2, 24, rope_theta=100.0)).eval()
+    assert model.blocks[0].attn.qk_transform.func is rope.rope_qk_unchecked
+    q, k = torch.randn(1, 2, 5, 8), torch.randn(1, 1, 5, 8)
+    for got, want in zip(rope.rope_qk_unchecked(q, k, torch.arange(5), 100.0),
+                         rope.rope_qk(q, k, torch.arange(5), 100.0), strict=True):  # fmt: skip
+        assert torch.equal(got, want)
+    with mock.patch.object(rope, "_check_heads_and_positions", side_effect=AssertionError):
+        with torch.no_grad():
+            generate(model, torch.tensor([[1, 2, 3]]), max_new_tokens=3, temperature=0.0)
+
+
 def test_tied_weights_and_errors():
     tied = ModernLM(ModernConfig(20, 16, 4, 2, 2, 24, tie_weights=True))
     assert tied.lm_head.weight is tied.token_embedding.weight

@@ -5,8 +5,10 @@ import pytest
 import torch
 
 from course_lib.pretrained import (
+    MINILM_MAX_POSITIONS,
     attention_maps,
     cosine_by_layer,
+    encode,
     load_minilm,
     minilm_path,
     word_vectors,
@@ -28,6 +30,8 @@ def test_loads_the_packaged_bert_encoder(minilm):
     assert tokenizer.vocab_size == 30522 and (minilm_path() / "vocab.txt").exists()
     assert model.config._attn_implementation == "eager"
     assert not model.training
+    # the length the course's functions refuse beyond (issue 49) is the model's own
+    assert cfg.max_position_embeddings == MINILM_MAX_POSITIONS
 
 
 def test_word_vectors_are_the_hidden_states(minilm):
@@ -77,3 +81,11 @@ def test_errors(minilm):
         word_vectors(RIVER, "bank", occurrence=1)
     with pytest.raises(TypeError, match="sentence must be a str"):
         attention_maps(["not", "a", "string"])
+
+
+def test_the_longest_text_minilm_reads_is_read(minilm):
+    """512 tokens with [CLS] and [SEP] is read; one more is refused (tests/test_bad_inputs_torch.py)."""
+    tokens, out = encode(" ".join(["word"] * (MINILM_MAX_POSITIONS - 2)))
+    assert len(tokens) == MINILM_MAX_POSITIONS and out.last_hidden_state.shape[1] == 512
+    with pytest.raises(ValueError, match="text is 513 WordPiece tokens long"):
+        encode(" ".join(["word"] * (MINILM_MAX_POSITIONS - 1)))

@@ -12,6 +12,7 @@ call per function, every parameter named) times the table PROBES."""
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -286,16 +287,51 @@ def _has_nan(result) -> bool:
         return False
 
 
+class Fresh:
+    """A value built anew for every call (a model the function changes in place)."""
+
+    def __init__(self, make):
+        self.make = make
+
+
+def _fresh(value):
+    return value.make() if isinstance(value, Fresh) else value
+
+
+# Where each call's exception was raised: (fn, name, kind) -> (type, message, file of the last
+# traceback frame). Filled as the probe runs; the test on internal errors reads it.
+RAISED_FROM: dict = {}
+# Parameters that take a student's answer: a check's ExerciseError is the right outcome there.
+STUDENT_ANSWER = {"got", "answer", "x"}
+
+
 def outcome(fn, kwargs, name, kind, value) -> str:
     """``"error"`` (a TypeError/ValueError naming ``name``), ``"nan out"`` (a nan given, a nan
     in the result), ``"result"`` (anything else returned) or ``"unclear: ..."``."""
+    from course_lib.checks import ExerciseError
+
     try:
-        result = fn(**{**kwargs, name: value})
-    except (TypeError, ValueError, IndexError) as e:
+        result = fn(**{**{k: _fresh(v) for k, v in kwargs.items()}, name: value})
+    except ExerciseError as e:
+        _record(fn, name, kind, e)
+        return "error" if name in STUDENT_ANSWER else f"unclear: ExerciseError: {e}"  # a check's
+    except (TypeError, ValueError, IndexError, OSError) as e:  # OSError: a path that is not one
+        _record(fn, name, kind, e)
         return "error" if name in str(e) else f"unclear: {type(e).__name__}: {e}"
     except Exception as e:  # any other type (a torch or numpy internal) is a finding
+        _record(fn, name, kind, e)
         return f"unclear: {type(e).__name__}: {e}"
+    finally:
+        if "matplotlib.pyplot" in sys.modules:
+            sys.modules["matplotlib.pyplot"].close("all")
     return "nan out" if kind in ("nan", "nan entry") and _has_nan(result) else "result"
+
+
+def _record(fn, name, kind, exc) -> None:
+    import traceback
+
+    last = traceback.extract_tb(exc.__traceback__)[-1]
+    RAISED_FROM[(_key(fn), name, kind)] = (type(exc).__name__, str(exc)[:200], last.filename)
 
 
 def _calls(table, probes):
@@ -304,7 +340,9 @@ def _calls(table, probes):
             for kind, make in probes.items():
                 if kind == "mismatched cache" and name != "cache":
                     continue
-                value = make(valid)
+                if (_key(fn), name) in COURSE_ARGS:
+                    continue
+                value = make(_fresh(valid))
                 if value is None and kind != "None":
                     continue  # e.g. no nan entry to put in a str
                 yield fn, kwargs, name, valid, kind, value
@@ -316,8 +354,11 @@ def _default_accepts(fn, name, kind, valid) -> bool:
     import inspect
 
     default = inspect.signature(fn).parameters[name].default
+    annotation = str(inspect.signature(fn).parameters[name].annotation)
+    if kind == "str":  # a str where a str (a text, a name, a title) is due
+        return isinstance(valid, str) or annotation.split("|")[0].strip() == "str"
     if kind == "None":
-        return default is None or valid is None
+        return default is None or valid is None or "None" in annotation
     if kind == "bool":
         return isinstance(valid, bool)
     if kind == "2.5":
@@ -354,6 +395,14 @@ BERT_S = bert.TinyBert(
     configs.TinyBertConfig(11, d_model=8, num_layers=1, num_heads=2, d_ff=16, context_length=8)
 )
 IDS = torch.tensor([[1, 2, 3]])
+
+
+def _bert():  # a new one for every call: some functions change the model they are given
+    return bert.TinyBert(
+        configs.TinyBertConfig(11, d_model=8, num_layers=1, num_heads=2, d_ff=16, context_length=8)
+    )
+
+
 LOGITS = torch.randn(2, 11)
 X = torch.randn(2, 3, 8)
 
@@ -598,7 +647,7 @@ TORCH_PROBES = {
     "wrong rank": _torch_wrong_rank,
     "wrong dtype": _torch_wrong_dtype,
     "nan entry": _torch_with_nan,
-    "wrong model class": lambda v: BERT_S if isinstance(v, torch.nn.Module) else None,
+    "wrong model class": lambda v: _bert() if isinstance(v, torch.nn.Module) else None,
     "mismatched cache": lambda v: _cache_of(GPT_2) if v is None else None,
 }
 
@@ -748,12 +797,432 @@ VALID_MORE = [
 ]
 
 
+# ---- the modules the first tables left out (issue 49): viz, quizzes, the checks' helpers,
+# LoRA and the assistants, the tokenizer classes, inference, evaluation, the MoE and MLA helpers,
+# RL's sampling ----
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import course_lib.checks as K  # noqa: E402
+import course_lib.viz as viz  # noqa: E402
+from course_lib import evaluation as ev  # noqa: E402
+from course_lib import quiz  # noqa: E402
+from course_lib.checks.quiz import check_quiz  # noqa: E402
+from course_lib.data import chat  # noqa: E402
+from course_lib.inference import quantized_model as qm  # noqa: E402
+from course_lib.inference import speculative  # noqa: E402
+from course_lib.models import lora  # noqa: E402
+from course_lib.nn import latent_attention as nn_mla  # noqa: E402
+from course_lib.nn import moe as nn_moe  # noqa: E402
+
+
+def _gpt_chat():
+    torch.manual_seed(0)
+    return gpt.GPT(configs.GPTConfig(CHAT_TOK_VOCAB, 48, d_model=8, num_heads=2, num_layers=2))
+
+
+def _lora_gpt():
+    model = _gpt_chat()
+    lora.apply_lora(model, 2, 4.0, ["w_q"])
+    return model
+
+
+CHAT_TOK = chat.load_chat_tokenizer()
+CHAT_TOK_VOCAB = max(CHAT_TOK.vocab.values()) + 1
+GPT_CHAT = _gpt_chat().eval()
+QUIZ = quiz.load_quiz("01")
+NUMERIC = next(i for i in QUIZ.items if i.kind == "numeric")
+W_ATT = torch.softmax(torch.randn(2, 2, 4, 4), -1)  # (layers, heads, n, n)
+TOKENS4 = ["the", "cat", "sat", "."]
+Q8 = torch.randint(-127, 128, (3, 4), dtype=torch.int8)
+ARC = ev.load_benchmark("arc_easy")
+MMLU_LIKE = {"name": "t", "items": [{"query": "2 + 2 =", "choices": ["3", "4"], "gold": 1}]}
+ITEM_LL = dict(loglikelihoods=np.array([-1.0, -2.0]), choices=["a", "bb"])  # one item's scores
+DRAFT_IDS = torch.tensor([3, 5])
+DRAFT_Q = torch.softmax(torch.randn(2, 11), -1)
+TARGET_P = torch.softmax(torch.randn(3, 11), -1)
+
+VALID_EXTRA = [
+    # viz (figures are closed after every call)
+    (
+        viz.plot_attention,
+        dict(weights=W44, tokens=TOKENS4, key_tokens=None, title="t", annotate=False, ax=None),
+    ),
+    (
+        viz.plot_heatmap,
+        dict(
+            matrix=A(3, 4),
+            x_labels=None,
+            y_labels=None,
+            title=None,
+            xlabel=None,
+            ylabel=None,
+            cmap="viridis",
+            annotate=False,
+            vmin=None,
+            vmax=None,
+            ax=None,
+        ),
+    ),
+    (
+        viz.plot_alignment,
+        dict(
+            weights=W44[:3],
+            source_tokens=TOKENS4,
+            target_tokens=TOKENS4[:3],
+            title="a",
+            mark_max=True,
+            annotate=False,
+            ax=None,
+        ),
+    ),
+    (
+        viz.plot_attention_grid,
+        dict(
+            attention=W_ATT.numpy(),
+            tokens=TOKENS4,
+            key_tokens=None,
+            layers=None,
+            heads=None,
+            title=None,
+            cell_size=1.6,
+        ),
+    ),
+    (viz.plot_positional_encoding, dict(encoding=A(5, 4), title="p", ax=None)),
+    (
+        viz.head_view,
+        dict(
+            attention=W_ATT,
+            tokens=TOKENS4,
+            key_tokens=None,
+            layer=None,
+            heads=None,
+            include_layers=None,
+            sentence_b_start=None,
+            prettify_tokens=True,
+        ),
+    ),
+    (
+        viz.model_view,
+        dict(
+            attention=W_ATT,
+            tokens=TOKENS4,
+            key_tokens=None,
+            include_layers=None,
+            include_heads=None,
+            sentence_b_start=None,
+            display_mode="light",
+            prettify_tokens=True,
+        ),
+    ),
+    (viz.plot_temperatures, dict(scores=A(4), temperatures=(0.5, 1.0), labels=None, top=None)),
+    (viz.temperature_slider, dict(scores=A(4), labels=None)),
+    # the concept quizzes
+    (quiz.quiz_path, dict(lecture="01", folder=quiz.QUIZ_DIR)),
+    (quiz.load_quiz, dict(path="01")),
+    (quiz.load_quizzes, dict(folder=quiz.QUIZ_DIR)),
+    (quiz.judge, dict(item=NUMERIC, answer=NUMERIC.answer)),
+    (check_quiz, dict(answer=NUMERIC.answer, lecture="01", number=NUMERIC.number)),
+    # what every check uses
+    (K.hidden_rng, dict(seed=3, salt=151)),
+    (K.within, dict(count=48, n=100, p=0.5, sigmas=5.0)),
+    (K.passed, dict(exercise="1.1", title="softmax")),
+    (
+        K.check_array,
+        dict(exercise="1.1", got=W44, expected=W44, what="w", hint=None, rtol=1e-6, atol=1e-8),
+    ),
+    (
+        K.check_mistakes,
+        dict(
+            exercise="1.1",
+            got=W44,
+            expected=W44,
+            what="w",
+            hint="h",
+            mistakes={"m": W44 * 2},
+            rtol=1e-6,
+            atol=1e-8,
+        ),
+    ),
+    (K.finite_matrix, dict(exercise="1.1", x=W44, shape=(4, 4), meaning="weights", hint=None)),
+    # LoRA and the shipped assistants
+    (lora.LoRALinear, dict(base=torch.nn.Linear(4, 3), r=2, alpha=4.0, dropout=0.0)),
+    (
+        lora.apply_lora,
+        dict(model=Fresh(_gpt_chat), r=2, alpha=4.0, target_names=["w_q"], dropout=0.0),
+    ),
+    (lora.merge_lora, dict(model=Fresh(_lora_gpt))),
+    (lora.trainable_parameter_count, dict(model=GPT_CHAT)),
+    (asst.load_assistant, dict(name="tuned", path=None)),
+    (asst.add_chat_tokens, dict(model=Fresh(_gpt_chat), vocab_size=CHAT_TOK_VOCAB + 2)),
+    (
+        asst.generate_replies,
+        dict(
+            model=GPT_CHAT, tokenizer=CHAT_TOK, prompts=["hi"], max_new_tokens=2, template="course"
+        ),
+    ),
+    (
+        chat.render_chat,
+        dict(
+            messages=[{"role": "user", "content": "hi"}],
+            tokenizer=CHAT_TOK,
+            add_generation_prompt=True,
+            template="course",
+        ),
+    ),
+    (
+        dpo.dpo_nll_loss,
+        dict(
+            policy_chosen_logps=LOGPS,
+            policy_rejected_logps=LOGPS - 1,
+            reference_chosen_logps=LOGPS,
+            reference_rejected_logps=LOGPS,
+            chosen_tokens=torch.tensor([3, 4]),
+            beta=0.1,
+            nll_weight=1.0,
+        ),
+    ),
+    # the tokenizer classes
+    (
+        tk.BPETokenizer,
+        dict(
+            vocab=dict(TOK.vocab),
+            merges=list(TOK.merges),
+            special_tokens=(),
+            unk_token=None,
+            lowercase=False,
+            byte_level=False,
+        ),
+    ),
+    (TOK.encode, dict(text="the cat")),
+    (TOK.decode, dict(ids=[1, 2, 3], skip_special_tokens=True)),
+    (TOK.encode_word, dict(word="cat")),
+    (TOK.tokenize, dict(text="the cat")),
+    (
+        tk.train_bpe_with_history,
+        dict(
+            texts=["the cat sat", "a dog sat"],
+            vocab_size=30,
+            special_tokens=(),
+            unk_token=None,
+            lowercase=False,
+            min_frequency=0,
+            byte_level=False,
+        ),
+    ),
+    # inference (torch)
+    (qm.Int8Linear, dict(q=Q8, scale=torch.ones(3, 1), bias=None)),
+    (qm.Int8Linear(Q8, torch.ones(3, 1)).forward, dict(x=torch.randn(2, 4))),
+    (qm.roundtrip, dict(w=A(2, 32), fmt="Q8_0")),
+    (qm.quantize_weights, dict(model=GPT_S, fmt="int8", embeddings=True)),
+    (qm.weight_bytes, dict(model=GPT_S, fmt="int8", embeddings=True)),
+    (
+        speculative.speculative_accept,
+        dict(
+            draft_tokens=DRAFT_IDS,
+            q=DRAFT_Q,
+            p=TARGET_P,
+            generator=torch.Generator().manual_seed(0),
+        ),
+    ),
+    (
+        speculative.speculative_generate,
+        dict(
+            target=GPT_2,
+            draft=GPT_S,
+            ids=IDS,
+            max_new_tokens=2,
+            num_draft_tokens=2,
+            temperature=0.0,
+            generator=None,
+            return_stats=False,
+        ),
+    ),
+    (speculative.early_exit_draft, dict(model=GPT_2, num_layers=1)),
+    # evaluation
+    (ev.chance_accuracy, dict(task=MMLU_LIKE)),
+    (
+        ev.item_requests,
+        dict(
+            task=ARC,
+            item=ARC["items"][0],
+            fewshot=False,
+            letters=False,
+            reverse=False,
+            answer_only=False,
+        ),
+    ),
+    (ev.load_benchmark, dict(name="arc_easy")),
+    (ev.load_stored_scores, dict(name="smollm2")),
+    (ev.contaminated, dict(items=["the cat sat on the mat"], corpus=["a cat sat"], n=2)),
+    (ev.word_ngrams, dict(text="the cat sat", n=2)),
+    (ev.context_window, dict(model=GPT_S, tokenizer=None)),
+    (ev.encode_pair, dict(tokenizer=TOK, context="the cat", continuation=" sat")),
+    (ev.encode_text, dict(tokenizer=TOK, text="the cat", add_special_tokens=None)),
+    (
+        ev.loglikelihood,
+        dict(
+            model=GPT_CHAT,
+            tokenizer=CHAT_TOK,
+            requests=[("the cat", " sat")],
+            batch_size=2,
+            max_length=None,
+        ),
+    ),
+    (ev.choice_requests, dict(context="Q:", choices=["a", "b"], delimiter=" ")),
+    (ev.choice_scores, dict(**ITEM_LL, rule="acc_norm", token_counts=None)),
+    (ev.choose, dict(**ITEM_LL, rule="acc", token_counts=None)),
+    (ev.is_correct, dict(**ITEM_LL, gold=0, rule="acc", token_counts=None)),
+    (
+        ev.correct_per_item,
+        dict(
+            loglikelihoods=[np.array([-1.0, -2.0])],
+            choices=[["a", "bb"]],
+            gold=[0],
+            rule="acc",
+            token_counts=None,
+        ),
+    ),
+    (
+        ev.fewshot_prompt,
+        dict(shots=[("Q: 1?", "A")], query="Q: 2?", separator="\n\n", answer_delimiter=" "),
+    ),
+    (ev.letter_prompt, dict(question="2 + 2?", choices=["3", "4"])),
+    (ev.correct_array, dict(correct=[True, False], name="correct")),
+    (
+        ev.paired_bootstrap,
+        dict(
+            correct_a=[True, False, True, True],
+            correct_b=[True, True, False, False],
+            n_resamples=100,
+            confidence=0.95,
+            seed=0,
+        ),
+    ),
+    # the MoE and MLA size checks, RL's sampling
+    (nn_moe.check_top_k, dict(top_k=2, num_experts=4, name="top_k")),
+    (
+        nn_mla.check_latent_sizes,
+        dict(
+            num_heads=2,
+            kv_lora_rank=4,
+            qk_nope_head_dim=4,
+            qk_rope_head_dim=2,
+            v_head_dim=4,
+            q_lora_rank=None,
+        ),
+    ),
+    (Router(8, 4, 2).forward, dict(x=X[0])),
+    (
+        rl.sample_group,
+        dict(
+            model=GPT_CHAT,
+            tokenizer=CHAT_TOK,
+            prompts=["hi"],
+            group_size=2,
+            max_new_tokens=2,
+            temperature=1.0,
+            generator=torch.Generator().manual_seed(0),
+        ),
+    ),  # fmt: skip
+]
+
+
+# Parameters the probe leaves alone, and why: what a check hands its helpers is the course's own
+# fixed data (an exercise number, the expected array, a tolerance, a message), never a student's
+# (the student's answer, got or x, is probed); a name a caller passes for its own messages.
+_CHECK_OWN = "the course's own value: a check passes it, never a student (the answer is probed)"
+_NAME = "the name its caller gives the argument, for the message"
+COURSE_ARGS = {
+    **{("check_array", p): _CHECK_OWN
+       for p in ("exercise", "expected", "what", "hint", "rtol", "atol")},
+    **{("check_mistakes", p): _CHECK_OWN
+       for p in ("exercise", "expected", "what", "hint", "mistakes", "rtol", "atol")},
+    **{("finite_matrix", p): _CHECK_OWN for p in ("exercise", "shape", "meaning", "hint")},
+    ("correct_array", "name"): _NAME,
+    ("check_top_k", "name"): _NAME,
+}  # fmt: skip
+
+PROBE_SIZE = (193, 732, 7983)  # (functions, parameters, calls): test_the_probes_size
+
 # Wrong-looking values that give a right result, by (function, parameter), and why.
 _MASK_ROW = {"bool", "wrong rank"}  # mask=True broadcasts (every key); one row broadcasts too
 _ONE_TOKEN_LIST = {"str", "[]", "wrong rank"}  # a str is split on spaces; [] has no n-gram
 _AXIS = {"-1", "0"}  # numpy axes; -1 is the default
 _ZERO_OK = {"0"}
+_ALL = set(TORCH_PROBES)
 ACCEPTED = {
+    # issue 49's extra table
+    ("judge", "answer"): _ALL,  # judge's result is the verdict: (False, what is wrong)
+    **{(f, p): {"-1", "0", "2.5"} for f in ("plot_heatmap",) for p in ("vmin", "vmax")},  # numbers
+    **{
+        (f, p): {"0"}
+        for f, p in (
+            ("plot_attention_grid", "layers"),
+            ("plot_attention_grid", "heads"),
+            ("head_view", "heads"),
+            ("head_view", "include_layers"),
+            ("head_view", "layer"),
+            ("model_view", "include_layers"),
+            ("model_view", "include_heads"),
+        )
+    },  # one index: layer/head 0
+    # one layer (heads, n, n) is a stack too; integer weights are numbers
+    **{(f, "attention"): {"wrong rank", "wrong dtype"} for f in ("head_view", "model_view")},
+    **{(f, "scores"): {"wrong dtype"} for f in ("plot_temperatures", "temperature_slider")},
+    ("plot_alignment", "source_tokens"): {"None"},  # no labels on that axis
+    ("plot_alignment", "target_tokens"): {"None"},
+    ("hidden_rng", "seed"): _ZERO_OK,
+    ("hidden_rng", "salt"): _ZERO_OK,
+    ("within", "count"): _ZERO_OK,
+    ("within", "p"): _ZERO_OK,  # p = 0: only count 0 is within
+    ("LoRALinear", "dropout"): _ZERO_OK,
+    ("apply_lora", "dropout"): _ZERO_OK,
+    ("dpo_nll_loss", "nll_weight"): _ZERO_OK,  # plain DPO
+    # any module: LoRA wraps the layers of those names, the counts and copies read any weights
+    **{
+        (f, "model"): {"wrong model class"}
+        for f in (
+            "apply_lora",
+            "merge_lora",
+            "trainable_parameter_count",
+            "quantize_weights",
+            "weight_bytes",
+            "early_exit_draft",
+            "context_window",
+        )
+    },
+    ("generate_replies", "prompts"): {"[]"},  # no prompt, no reply
+    ("BPETokenizer", "merges"): {"[]"},  # characters only
+    ("BPETokenizer", "special_tokens"): {"[]"},
+    ("BPETokenizer.decode", "ids"): {"[]"},  # ""
+    ("train_bpe_with_history", "texts"): {"str"},  # one text
+    ("train_bpe_with_history", "special_tokens"): {"[]"},
+    ("train_bpe_with_history", "min_frequency"): _ZERO_OK,
+    # a clear ValueError naming vocab_size: 30 is too small for byte-level's 256-byte alphabet
+    ("train_bpe_with_history", "byte_level"): {"bool"},
+    ("Int8Linear.forward", "x"): {"wrong rank"},  # one vector (in,) is (..., in)
+    ("speculative_generate", "max_new_tokens"): _ZERO_OK,  # the prompt back
+    ("speculative_generate", "temperature"): _ZERO_OK,  # greedy
+    # greedy (the valid call's temperature 0) draws nothing: the generator is not read
+    ("speculative_generate", "generator"): _ALL,
+    ("contaminated", "items"): {"[]"},
+    ("contaminated", "corpus"): {"[]"},  # nothing can be contaminated by no text
+    # read only for a transformers model without a length in its config (lm-eval's order)
+    ("context_window", "tokenizer"): _ALL,
+    ("encode_text", "add_special_tokens"): {"bool"},  # the course's tokenizers have none to add
+    # the model's own door refuses ids beyond its vocabulary (a TinyBert of 11 tokens here)
+    ("loglikelihood", "model"): {"wrong model class"},
+    # token_counts is read by rule="per_token" only (the valid calls use acc / acc_norm)
+    **{(f, "token_counts"): _ALL for f in ("choice_scores", "choose", "is_correct")},
+    **{(f, "loglikelihoods"): {"wrong dtype"} for f in ("choice_scores", "choose", "is_correct")},
+    ("is_correct", "gold"): _ZERO_OK,  # choice 0
+    ("fewshot_prompt", "shots"): {"[]"},  # 0-shot
+    ("correct_array", "correct"): {"wrong dtype"},  # 1.0 / 0.0 are right / wrong
+    ("paired_bootstrap", "seed"): _ZERO_OK,
+    ("paired_bootstrap", "confidence"): _ZERO_OK,  # a 0 % interval: the median difference
+    ("check_latent_sizes", "num_heads"): {"None"},  # the per-head sizes alone (MLAConfig)
+    ("sample_group", "temperature"): _ZERO_OK,  # greedy: G equal completions
     **{
         (f, "mask"): _MASK_ROW
         for f in (
@@ -925,12 +1394,42 @@ def test_data_tokenization_decoding_every_wrong_value_gives_a_named_error_or_a_r
     assert not _findings(VALID_MORE, TORCH_PROBES, fn)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning")
+@pytest.mark.parametrize("fn", [fn for fn, _ in VALID_EXTRA], ids=_key)
+def test_viz_quiz_checks_lora_tokenizers_inference_evaluation_every_wrong_value(fn):
+    assert not _findings(VALID_EXTRA, TORCH_PROBES, fn)
+
+
+TABLES = {"numpy": (VALID, PROBES), "torch": (VALID_TORCH, TORCH_PROBES),
+          "more": (VALID_MORE, TORCH_PROBES), "extra": (VALID_EXTRA, TORCH_PROBES)}  # fmt: skip
+INTERNALS = ("/torch/", "/numpy/", "/transformers/")
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning")
+def test_no_probe_call_ends_in_an_exception_raised_inside_torch_numpy_or_transformers():
+    """Issue 49: every error the probe provokes is raised by course_lib's own checks (the last
+    frame of its traceback is in course_lib), never by torch, numpy or transformers."""
+    for table, probes in TABLES.values():
+        for f, kwargs, name, _, kind, value in _calls(table, probes):
+            if (_key(f), name, kind) not in RAISED_FROM:  # not run yet in this process
+                outcome(f, kwargs, name, kind, value)
+    inside = {k: v for k, v in RAISED_FROM.items() if any(p in v[2] for p in INTERNALS)}
+    assert not inside, inside
+
+
+def test_the_probes_size():
+    """The numbers CONTRIBUTING.md quotes: functions, parameters, calls."""
+    rows = [row for table, _ in TABLES.values() for row in table]
+    calls = sum(1 for table, probes in TABLES.values() for _ in _calls(table, probes))
+    assert (len(rows), sum(len(kw) for _, kw in rows), calls) == PROBE_SIZE
+
+
 def test_the_valid_calls_are_valid_and_the_probe_covers_the_numpy_half():
     import importlib
     import inspect
 
-    for fn, kwargs in [*VALID, *VALID_TORCH, *VALID_MORE]:
-        fn(**kwargs)  # the reference call itself works
+    for fn, kwargs in [*VALID, *VALID_TORCH, *VALID_MORE, *VALID_EXTRA]:
+        fn(**{k: _fresh(v) for k, v in kwargs.items()})  # the reference call itself works
         params = inspect.signature(fn).parameters
         assert set(kwargs) == set(params) - {"self"}, _key(fn)  # every parameter is probed
     numpy_half = set()
@@ -939,7 +1438,7 @@ def test_the_valid_calls_are_valid_and_the_probe_covers_the_numpy_half():
         numpy_half |= {n for n in mod.__all__ if inspect.isfunction(getattr(mod, n))}
     assert numpy_half == {_key(fn) for fn, _ in VALID} | set(EXEMPT)
     assert not {k for k in ACCEPTED} - {
-        (_key(f), p) for f, kw in [*VALID, *VALID_TORCH, *VALID_MORE] for p in kw
+        (_key(f), p) for f, kw in [*VALID, *VALID_TORCH, *VALID_MORE, *VALID_EXTRA] for p in kw
     }
 
 
@@ -950,3 +1449,13 @@ def test_the_probe_notices_an_unclear_error_and_a_silent_result():
     found = _findings([(double, {"values": np.ones(3)})], PROBES, double)
     assert any("values=<str>): result" in f for f in found)
     assert any("values=<None>): unclear: TypeError" in f for f in found)
+
+
+def test_the_origin_check_sees_an_error_raised_inside_numpy_or_torch():
+    def unchecked(values):  # no checks: numpy and torch raise their own errors
+        return np.linalg.inv(values), torch.ones(2) @ torch.as_tensor(values)
+
+    for kind, value in (("str", "x"), ("wrong rank", np.ones((2, 3)))):
+        outcome(unchecked, {"values": np.eye(2)}, "values", kind, value)
+        raised_in = RAISED_FROM[(_key(unchecked), "values", kind)][2]
+        assert any(p in raised_in for p in INTERNALS), raised_in

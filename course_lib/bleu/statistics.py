@@ -62,6 +62,8 @@ def bleu_statistics(
             raise TypeError(
                 f"{name} must be a list (one entry per sentence), got {type(value).__name__}"
             )
+    if len(hypotheses) == 0:
+        raise ValueError("hypotheses is empty; BLEU needs at least one sentence")
     if len(hypotheses) != len(references):
         raise ValueError(
             f"hypotheses and references must have the same length: got {len(hypotheses)} "

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._validation import check_positive_int, check_probability, check_str
+from .._validation import check_positive_int, check_positive_number, check_probability, check_str
 
 __all__ = [
     "ExerciseError",
@@ -40,6 +40,8 @@ __all__ = [
     "check_prediction",
     "call_student_traced",
     "hidden_rng",
+    "check_diagnosis",
+    "answer_array",
 ]
 
 
@@ -398,6 +400,7 @@ def within(count: int, n: int, p: float, sigmas: float = 5.0) -> bool:
     """
     count = check_positive_int(count, "count", allow_zero=True)
     n, p = check_positive_int(n, "n"), check_probability(p, "p")
+    sigmas = check_positive_number(sigmas, "sigmas")
     return bool(abs(count - n * p) <= sigmas * np.sqrt(n * p * (1 - p)))
 
 
@@ -497,6 +500,51 @@ class _TracedRemote(RemoteFunction):
     def call(self, *args, **kwargs):
         result, self.peak = self.fn.call_traced(*args, **kwargs)
         return result
+
+
+def answer_array(
+    exercise: str, got, what: str, shape: tuple[int, ...] | None = None, *, dtype=float,
+    hint: str | None = None,
+) -> np.ndarray:  # fmt: skip
+    """A student's answer as a numpy array (a torch tensor is read as one), of ``shape`` if
+    given; else an :class:`ExerciseError` saying what was expected and what came back."""
+    if hasattr(got, "detach") and hasattr(got, "cpu"):  # a torch tensor
+        got = got.detach().cpu().numpy()
+    expected = "an array of numbers" if shape is None else f"an array of shape {shape}"
+    try:
+        arr = np.asarray(got, dtype=dtype)
+    except (TypeError, ValueError):
+        raise ExerciseError(exercise, f"{what}: expected {expected}, got {type(got).__name__}.",
+                            hint) from None  # fmt: skip
+    if shape is not None and arr.shape != shape:
+        raise ExerciseError(exercise, f"{what}: expected {expected}, got shape {arr.shape}.", hint)
+    return arr
+
+
+def check_diagnosis(
+    exercise: str, student_fn: Callable, *, seed: int, faults: tuple[str, ...], factory: str,
+    salt: int, noun: str, evidence: Callable[[str, str], str], title: str,
+) -> None:  # fmt: skip
+    """A "diagnose" exercise: ``student_fn(mystery) -> fault``, the fault of a broken function
+    found by calling it. Seed 0 gives every fault of ``faults`` once, in order; other seeds as
+    many drawn at random (repeats allowed, so that elimination does not work). ``factory``
+    builds the mystery function in the student's process (a :class:`Built` recipe with
+    ``fault=``); a wrong diagnosis is shown ``evidence(fault, got)``, an input on which the two
+    differ, not the answer."""
+    names = ", ".join(faults)
+    shown = list(faults)
+    if seed:
+        rng = hidden_rng(seed, salt)
+        shown = [faults[int(i)] for i in rng.integers(0, len(faults), size=len(faults))]
+    for k, fault in enumerate(shown, 1):
+        got = call_student(exercise, student_fn, Built(factory, fault=fault))
+        if not isinstance(got, str) or got not in faults:
+            raise ExerciseError(exercise, f"{noun} {k}: expected one of {names}, got {got!r:.60}.",
+                                "return the name of the fault as a string.")  # fmt: skip
+        if got != fault:
+            raise ExerciseError(exercise, f"{noun} {k}: you diagnosed {got!r}, which does not "
+                                "explain what it does.", evidence(fault, got))  # fmt: skip
+    passed(exercise, title)
 
 
 def hidden_rng(seed: int, salt: int) -> np.random.Generator:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .. import _validation
 from ..models.transformer import TransformerTranslator
 from ..nn import DecoderLayer, EncoderLayer
 
@@ -23,7 +24,9 @@ __all__ = [
 
 def make_layer(kind: str, d_model: int, num_heads: int, norm_first: bool, seed: int):
     """A float64 encoder or decoder layer with random weights AND biases (a Built factory)."""
-    cls = {"encoder": EncoderLayer, "decoder": DecoderLayer}[kind]
+    cls = {"encoder": EncoderLayer, "decoder": DecoderLayer}[
+        _validation.check_choice(kind, "kind", ("encoder", "decoder"))
+    ]
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         layer = cls(d_model, num_heads, norm_first=norm_first).double().eval()

@@ -12,6 +12,7 @@ from . import (
     ExerciseError,
     call_student,
     call_student_frozen,
+    check_diagnosis,
     check_prediction,
     hidden_rng,
     passed,
@@ -266,18 +267,6 @@ def check_diagnose_sampler(student_fn, *, seed: int = 0) -> None:
     "ignores_p", "unsorted"). Seed 0 gives the five in this order; other seeds five drawn at
     random (repeats allowed, so that elimination does not work). A wrong diagnosis is shown a
     probe on which the sampler and the diagnosed fault keep different tokens, not the answer."""
-    ex = "11.4"
-    faults = list(SAMPLER_FAULTS)
-    if seed:
-        rng = hidden_rng(seed, 114)
-        faults = [SAMPLER_FAULTS[int(i)] for i in rng.integers(0, len(SAMPLER_FAULTS), size=5)]
-    for k, fault in enumerate(faults, 1):
-        got = call_student(ex, student_fn, Built("course_lib.checks.given:mystery_sampler",
-                                                 fault=fault))  # fmt: skip
-        if not isinstance(got, str) or got not in SAMPLER_FAULTS:
-            raise ExerciseError(ex, f"sampler {k}: expected one of {', '.join(SAMPLER_FAULTS)}, "
-                                f"got {got!r:.60}.", "return the name of the fault as a string.")  # fmt: skip
-        if got != fault:
-            raise ExerciseError(ex, f"sampler {k}: you diagnosed {got!r}, which does not "
-                                "explain what it does.", _evidence(fault, got))  # fmt: skip
-    passed(ex, "a broken sampler diagnosed from its outputs")
+    check_diagnosis("11.4", student_fn, seed=seed, faults=SAMPLER_FAULTS,
+                    factory="course_lib.checks.given:mystery_sampler", salt=114, noun="sampler",
+                    evidence=_evidence, title="a broken sampler diagnosed from its outputs")  # fmt: skip

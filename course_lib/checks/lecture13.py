@@ -12,7 +12,16 @@ import numpy as np
 from ..grouped_query import kv_cache_bytes, repeat_kv
 from ..rmsnorm import rms_norm
 from ..rope import halves_to_interleaved, rope
-from . import Built, ExerciseError, call_student, check_array, hidden_rng, passed
+from . import (
+    Built,
+    ExerciseError,
+    answer_array,
+    call_student,
+    check_array,
+    check_diagnosis,
+    hidden_rng,
+    passed,
+)
 from .given import ROPE_FAULTS, mystery_rope, rope_with_fault
 
 __all__ = ["check_rotate_pairs", "check_rms_norm", "check_repeat_kv_heads", "check_cache_values",
@@ -21,7 +30,12 @@ __all__ = ["check_rotate_pairs", "check_rms_norm", "check_repeat_kv_heads", "che
 # The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
 # an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
 REFERENCES = {
-    "13.1": ("course_lib.rope.rope", "course_lib.nn.rope.rotate", "course_lib.nn.rope.rope_qk"),
+    "13.1": (
+        "course_lib.rope.rope",
+        "course_lib.nn.rope.rotate",
+        "course_lib.nn.rope.rope_qk",
+        "course_lib.nn.rope.rope_qk_unchecked",
+    ),
     "13.2": ("course_lib.rmsnorm.rms_norm", "course_lib.nn.norms.RMSNorm"),
     "13.3": ("course_lib.grouped_query.repeat_kv",),
     "13.4": ("course_lib.grouped_query.kv_cache_bytes",),
@@ -30,19 +44,9 @@ REFERENCES = {
 
 
 def _as_array(ex: str, got, what: str, shape: tuple[int, ...]) -> np.ndarray:
-    try:
-        arr = np.asarray(got, dtype=float)
-    except (TypeError, ValueError):
-        raise ExerciseError(
-            ex, f"{what}: expected an array of shape {shape}, got {type(got).__name__}."
-        ) from None
-    if arr.shape != shape:
-        raise ExerciseError(
-            ex,
-            f"{what}: expected an array of shape {shape}, got shape {arr.shape}.",
-            "return an array of the same shape as the input.",
-        )
-    return arr
+    return answer_array(
+        ex, got, what, shape, hint="return an array of the same shape as the input."
+    )
 
 
 def _diagnose(ex: str, got: np.ndarray, expected: np.ndarray, what: str, mistakes, default: str):
@@ -294,18 +298,6 @@ def check_diagnose_rope(student_fn, *, seed: int = 0) -> None:
     function found by calling it: one of ``ROPE_FAULTS``. Seed 0 gives the five in this order;
     other seeds five drawn at random (repeats allowed). A wrong diagnosis is shown one input on
     which the function and the diagnosed fault differ, not the answer."""
-    ex = "13.5"
-    faults = list(ROPE_FAULTS)
-    if seed:
-        rng = hidden_rng(seed, 135)
-        faults = [ROPE_FAULTS[int(i)] for i in rng.integers(0, len(ROPE_FAULTS), size=5)]
-    for k, fault in enumerate(faults, 1):
-        got = call_student(ex, student_fn, Built("course_lib.checks.given:mystery_rope",
-                                                 fault=fault))  # fmt: skip
-        if not isinstance(got, str) or got not in ROPE_FAULTS:
-            raise ExerciseError(ex, f"rope {k}: expected one of {', '.join(ROPE_FAULTS)}, got "
-                                f"{got!r:.60}.", "return the name of the fault as a string.")  # fmt: skip
-        if got != fault:
-            raise ExerciseError(ex, f"rope {k}: you diagnosed {got!r}, which does not explain "
-                                "what it does.", _rope_evidence(fault, got))  # fmt: skip
-    passed(ex, "a broken RoPE diagnosed from its outputs")
+    check_diagnosis("13.5", student_fn, seed=seed, faults=ROPE_FAULTS,
+                    factory="course_lib.checks.given:mystery_rope", salt=135, noun="rope",
+                    evidence=_rope_evidence, title="a broken RoPE diagnosed from its outputs")  # fmt: skip

@@ -1,5 +1,7 @@
-"""Checks for the exercises of lecture 15 (a per-channel int8 quantiser, a Q4_0 block
-dequantiser, the speculative acceptance rule, the KV cache's memory for GQA and MLA).
+"""Checks for the exercises of lecture 15 (an asymmetric uint8 quantiser with a zero point, a Q5_0
+block dequantiser, the speculative acceptance rule, the KV cache's memory for GQA and MLA).
+The lecture shows the symmetric int8 and the Q8_0/Q4_0/Q4_1 code; exercises 15.1 and 15.2 ask
+for the formats beside them, which it does not show.
 
 Each check compares the student's answer with the course library on fixed cases and on random
 inputs drawn from its keyword-only ``seed``; when the answer is wrong it tries the usual mistakes
@@ -10,14 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..inference.int8 import int8_quantize
 from ..inference.kv_memory import kv_cache_bytes_per_token
-from ..inference.quantization import dequantize, quantize
-from . import ExerciseError, call_student, check_mistakes, hidden_rng, passed
+from . import ExerciseError, answer_array, call_student, check_mistakes, hidden_rng, passed
 
 __all__ = [
-    "check_int8_per_channel",
-    "check_dequantize_q4_0",
+    "check_uint8_per_channel",
+    "check_dequantize_q5_0",
     "check_acceptance",
     "check_cache_bytes_per_token",
 ]
@@ -25,11 +25,10 @@ __all__ = [
 # The course_lib functions that compute each exercise's answer: an answer that calls one is
 # flagged in the grader's CSV (tools/grading/reach.py).
 REFERENCES = {
-    "15.1": (
-        "course_lib.inference.int8.int8_quantize",
-        "course_lib.inference.quantized_model.Int8Linear",
-    ),  # fmt: skip
-    "15.2": ("course_lib.inference.quantization.dequantize",),
+    # no course_lib function computes 15.1 or 15.2 (torch's quantize_per_channel and
+    # gguf.quants.dequantize do: the tests' references, outside what the grader can flag)
+    "15.1": (),
+    "15.2": (),
     "15.3": ("course_lib.inference.speculative.speculative_accept",),
     "15.4": (
         "course_lib.inference.kv_memory.kv_cache_bytes_per_token",
@@ -39,133 +38,236 @@ REFERENCES = {
 
 
 def _as_array(ex: str, got, what: str) -> np.ndarray:
-    if hasattr(got, "detach"):  # a torch tensor
-        got = got.detach().cpu().numpy()
-    try:
-        return np.asarray(got, dtype=float)
-    except (TypeError, ValueError):
-        raise ExerciseError(ex, f"{what}: expected an array of numbers, got {type(got).__name__}.",
-                            "return numpy arrays.") from None  # fmt: skip
+    return answer_array(ex, got, what, hint="return numpy arrays.")
 
 
 # --- 15.1 ----------------------------------------------------------------------------------
 
 
 def _weights(rng: np.random.Generator) -> list[tuple[str, np.ndarray]]:
-    w = rng.normal(0, 0.05, size=(6, 40)).astype(np.float32)
-    w[2, 7] = 1.5  # one outlier: it should change row 2's scale only
-    tied = np.array([[0.5, -1.0, 0.25, 1.0], [2.0, -0.5, 0.0, 1.5]], dtype=np.float32)
+    """Rows of every sign pattern: mixed, all >= 0 (zero point 0), all < 0 (zero point 255)."""
+    fixed = np.array([[0.5, -1.0, 0.25, 0.75], [2.0, 0.5, 0.1, 1.5]], dtype=np.float32)
+    shifted = rng.normal(rng.uniform(-0.06, 0.06, size=(6, 1)), 0.05, size=(6, 40))
+    shifted[2, 7] = 1.5  # one outlier: it should change row 2's scale and zero point only
     return [
-        ("w (2, 4) with halves (rows' absmax 1.0 and 2.0)", tied),
-        ("w (6, 40), one outlier of 1.5 in row 2", w),
-        (
-            "w (5, 16) whose largest weights are negative",
-            -np.abs(rng.normal(size=(5, 16))).astype(np.float32),
-        ),  # fmt: skip
-        (
-            "hidden w (8, 24)",
-            rng.normal(0, rng.uniform(0.01, 3), size=(8, 24)).astype(np.float32),
-        ),  # fmt: skip
-    ]
+        ("w (2, 4): one row from -1 to 0.75, one row all positive", fixed),
+        ("w (6, 40), rows centred off zero, one outlier of 1.5 in row 2",
+         shifted.astype(np.float32)),
+        ("w (5, 16), every weight negative", -np.abs(rng.normal(size=(5, 16))).astype(np.float32)),
+        ("w (4, 32), every weight positive",
+         (np.abs(rng.normal(size=(4, 32))) + 0.1).astype(np.float32)),
+        ("hidden w (8, 24)",
+         rng.normal(rng.uniform(-1, 1, size=(8, 1)), rng.uniform(0.01, 3, size=(8, 1)),
+                    size=(8, 24)).astype(np.float32)),
+    ]  # fmt: skip
 
 
-def check_int8_per_channel(student_fn, *, seed: int = 0) -> None:
-    """Exercise 15.1: ``int8_per_channel(w) -> (q, scale)``, absmax int8, one scale per row."""
+def _affine_uint8(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The asymmetric uint8 reference in float64: ``(q, scale, zero_point, -lo / scale)``. The
+    tests hold it to torch's ``PerChannelMinMaxObserver`` + ``quantize_per_channel`` (quint8)."""
+    w = w.astype(np.float64)
+    lo = np.minimum(w.min(axis=1, keepdims=True), 0)  # (out, 1): the range holds 0
+    hi = np.maximum(w.max(axis=1, keepdims=True), 0)
+    scale = (hi - lo) / 255
+    exact = -lo / scale  # the zero point before rounding
+    zero_point = np.round(exact)
+    return np.clip(np.round(w / scale) + zero_point, 0, 255), scale, zero_point, exact
+
+
+def _integers(ex: str, a: np.ndarray, what: str, name: str) -> None:
+    if not np.all(a == np.round(a)):
+        raise ExerciseError(ex, f"{what}: {name} should hold whole numbers, got e.g. "
+                            f"{a[a != np.round(a)].flat[0]:.4g}.",
+                            f"round it: {name} is an integer level of the uint8 grid.")  # fmt: skip
+
+
+def check_uint8_per_channel(student_fn, *, seed: int = 0) -> None:
+    """Exercise 15.1: ``uint8_per_channel(w) -> (q, scale, zero_point)``, asymmetric uint8 with
+    one scale and one integer zero point per row, as PyTorch's quint8."""
     ex = "15.1"
     for what, w in _weights(hidden_rng(seed, 151)):
         got = call_student(ex, student_fn, w.copy())
-        if not isinstance(got, (tuple, list)) or len(got) != 2:
-            raise ExerciseError(ex, f"{what}: expected a pair (q, scale), got {type(got).__name__}.",
-                                "return q, scale")  # fmt: skip
-        q, scale = _as_array(ex, got[0], what), _as_array(ex, got[1], what)
-        q_ref, s_ref = int8_quantize(w, per_channel=True)
-        absmax = np.abs(w).max(axis=1, keepdims=True)
-        s = absmax / 127
-        if scale.size == w.shape[0]:
-            scale = scale.reshape(-1, 1)
-        elif scale.size == 1:  # one number: compare it as a scale for every row
-            scale = np.full((w.shape[0], 1), scale.item())
+        if not isinstance(got, (tuple, list)) or len(got) != 3:
+            raise ExerciseError(ex, f"{what}: expected a triple (q, scale, zero_point), got "
+                                f"{type(got).__name__}.", "return q, scale, zero_point")  # fmt: skip
+        q, scale, zp = (_as_array(ex, g, what) for g in got)
+        q_ref, s_ref, zp_ref, exact = _affine_uint8(w)
+        w64, rows = w.astype(np.float64), w.shape[0]
+        scale = scale.reshape(-1, 1) if scale.size == rows else scale
+        zp = zp.reshape(-1, 1) if zp.size == rows else zp
+        absmax = np.abs(w64).max(axis=1, keepdims=True)
+        span = np.maximum(w64.max(axis=1, keepdims=True), 0) - np.minimum(
+            w64.min(axis=1, keepdims=True), 0)  # fmt: skip
         scale_mistakes = {
             "one scale per ROW (output channel): you used one for the whole matrix.":
-                np.full_like(s, np.abs(w).max() / 127),
+                np.full_like(s_ref, (max(w64.max(), 0) - min(w64.min(), 0)) / 255),
             "one scale per row: w has shape (out, in) and each row is one output channel; you "
-            "took the maximum over axis 0 (the columns).": np.abs(w).max(axis=0) / 127,
-            "the scale is max|w| / 127 (so the largest weight maps to 127); you divided by 128.":
-                absmax / 128,
-            "the scale is max|w| / 127; 255 is the number of levels, not the largest integer.":
-                absmax / 255,
-            "take the largest ABSOLUTE value: a row whose largest weight is negative has "
-            "max(w) < max|w|.": w.max(axis=1, keepdims=True) / 127,
-            "return the scale (w ≈ scale * q), not the row's absmax.": absmax,
+            "took the range over axis 0 (the columns).":
+                (np.maximum(w64.max(axis=0), 0) - np.minimum(w64.min(axis=0), 0)) / 255,
+            "the range must contain 0 (lo = min(min(w), 0), hi = max(max(w), 0)), so that 0 is "
+            "stored exactly; for a row of one sign you took min(w) to max(w).":
+                (w64.max(axis=1, keepdims=True) - w64.min(axis=1, keepdims=True)) / 255,
+            "the 256 levels 0..255 are 255 steps apart: scale = (hi - lo) / 255, not / 256.":
+                span / 256,
+            "this is the asymmetric format: the scale spans lo..hi, not the symmetric "
+            "max|w| / 127 of the lecture's int8.": absmax / 127,
+            "scale = (hi - lo) / 255 (the size of one step); you returned its inverse.": 255 / span,
+            "return the step, scale = (hi - lo) / 255, not the range hi - lo.": span,
         }  # fmt: skip
         check_mistakes(ex, scale, s_ref, what=f"{what}: scale", mistakes=scale_mistakes,
                        rtol=1e-6, atol=0,
-                       hint="scale = max|w| over each row / 127, shape (out, 1).")  # fmt: skip
+                       hint="per row: lo = min(w, 0), hi = max(w, 0), scale = (hi - lo) / 255, "
+                       "shape (out, 1).")  # fmt: skip
+        if zp.shape != s_ref.shape:
+            raise ExerciseError(ex, f"{what}: zero_point should have shape {s_ref.shape} (one "
+                                f"per row), got {zp.shape}.", "one integer per row.")  # fmt: skip
+        zp_mistakes = {
+            "zero_point is an integer: round(-lo / scale), so that 0 is a level of the grid.":
+                exact,
+            "zero_point = round(-lo / scale): lo <= 0, so the zero point is >= 0 (you have the "
+            "sign the wrong way round).": np.round(-exact),
+            "the zero point depends on the row's range (round(-lo / scale)); 128 is only right "
+            "when the row is symmetric.": np.full_like(exact, 128),
+        }  # fmt: skip
+        if np.all(np.abs(zp - exact) <= 0.5 + 1e-3):  # the nearest level (a tie either way)
+            _integers(ex, zp, what, "zero_point")
+        else:
+            check_mistakes(ex, zp, zp_ref, what=f"{what}: zero_point", mistakes=zp_mistakes,
+                           rtol=0, atol=1e-3, hint="zero_point = round(-lo / scale), "
+                           "an integer in 0..255, shape (out, 1).")  # fmt: skip
         if q.shape != w.shape:
             raise ExerciseError(ex, f"{what}: q should have w's shape {w.shape}, got {q.shape}.",
                                 "one integer per weight.")  # fmt: skip
-        exact = w.astype(np.float64) / (absmax.astype(np.float64) / 127)  # w / scale, exactly
-        if np.all(np.abs(q - exact) <= 0.5 + 1e-4) and np.all(q == np.round(q)):
-            continue  # the nearest integer (a tie may go either way: w / s or w * (127 / a))
-        q_mistakes = {
-            "round to the NEAREST integer (np.round); truncation (astype(int)) moves every "
-            "weight towards zero.": np.trunc(exact),
-            "round to the nearest integer; np.floor rounds negative weights down.": np.floor(exact),
-            "divide by the scale (q = w / scale), do not multiply.": np.round(w * s),
-        }  # fmt: skip
-        check_mistakes(ex, q, q_ref, what=f"{what}: q", mistakes=q_mistakes, rtol=0, atol=0,
-                       hint="q = round(w / scale), integers in -127..127.")  # fmt: skip
-    passed(ex, "a per-channel int8 quantiser")
+        _integers(ex, q, what, "q")
+        error = np.abs(s_ref * (q - zp) - w64)  # what the stored level stands for, against w
+        edge = (q == 0) | (q == 255)  # clipped at a tie: up to a whole step away
+        if (q.min() >= 0 and q.max() <= 255
+                and np.all(error <= s_ref * np.where(edge, 1.001, 0.5005))):  # fmt: skip
+            continue
+        _check_levels(ex, what, q, q_ref, w64, s_ref, zp_ref)
+    passed(ex, "an asymmetric uint8 quantiser")
+
+
+def _check_levels(ex: str, what: str, q, q_ref, w, scale, zp) -> None:
+    """``q`` is wrong: name the usual mistake it matches on (nearly) every weight, or say so."""
+    ratio = w / scale
+    if q.min() < 0 or q.max() > 255:
+        raise ExerciseError(ex, f"{what}: q holds {q.min():g}..{q.max():g}, outside 0..255.",
+                            "clip round(w / scale) + zero_point to 0..255.")  # fmt: skip
+    mistakes = {
+        "add the zero point: q = round(w / scale) + zero_point (you left it out, and the "
+        "negative levels wrapped around in uint8).": np.round(ratio) % 256,
+        "ADD the zero point, q = round(w / scale) + zero_point; you subtracted it.":
+            (np.round(ratio) - zp) % 256,
+        "round to the NEAREST integer; truncation (astype) moves every weight towards zero.":
+            (np.trunc(ratio) + zp) % 256,
+        "round to the nearest integer; np.floor rounds every weight down.":
+            (np.floor(ratio) + zp) % 256,
+        "clip to 0..255 BEFORE converting to uint8: a level of 256 wrapped round to 0.":
+            (np.round(ratio) + zp) % 256,
+        "divide by the scale (w / scale), do not multiply.": (np.round(w * scale) + zp) % 256,
+    }  # fmt: skip
+    for hint, wrong in mistakes.items():
+        if wrong.shape == q.shape and np.sum(q != wrong) <= max(1, q.size // 50):  # ties aside
+            raise ExerciseError(ex, f"{what}: q differs from the expected levels on "
+                                f"{int(np.sum(q != q_ref))} of {q.size} weights.", hint)  # fmt: skip
+    raise ExerciseError(ex, f"{what}: q differs from the expected levels on "
+                        f"{int(np.sum(q != q_ref))} of {q.size} weights.",
+                        "q = round(w / scale) + zero_point, clipped to 0..255.")  # fmt: skip
 
 
 # --- 15.2 ----------------------------------------------------------------------------------
 
+Q5_0_BYTES = 22  # per block of 32 weights: d (2 bytes), qh (4), 16 bytes of low nibbles
 
-def _q4_0_variants(blocks: np.ndarray, shape) -> dict[str, np.ndarray]:
-    b = blocks.reshape(-1, 18)
+
+def _q5_0_parts(blocks: np.ndarray):
+    """``(d, qh, low, high)`` of every block: the float16 scale ``(n, 1)``, the 32 fifth bits as a
+    uint32 ``(n, 1)``, and the low nibbles of weights 0..15 and 16..31 ``(n, 16)`` each."""
+    b = blocks.reshape(-1, Q5_0_BYTES)
     d = b[:, :2].copy().view("<f2").astype(np.float32)
-    lo, hi = (b[:, 2:] & 15).astype(np.float32), (b[:, 2:] >> 4).astype(np.float32)
-    split = np.concatenate([lo, hi], axis=1)  # right: weights 0..15 low, 16..31 high
-    interleaved = np.stack([lo, hi], axis=2).reshape(len(b), 32)  # wrong: 2j, 2j + 1
-    swapped = np.concatenate([hi, lo], axis=1)
-    wrapped = (np.concatenate([b[:, 2:] & 15, b[:, 2:] >> 4], axis=1) - np.uint8(8)).astype(np.float32)  # fmt: skip
+    qh = b[:, 2:6].copy().view("<u4").astype(np.int64)
+    return d, qh, (b[:, 6:] & 15).astype(np.int64), (b[:, 6:] >> 4).astype(np.int64)
+
+
+def _dequantize_q5_0(blocks: np.ndarray, shape) -> np.ndarray:
+    """The Q5_0 reference (ggml's ``dequantize_row_q5_0``); the tests hold it to
+    ``gguf.quants.dequantize`` bit for bit."""
+    d, qh, low, high = _q5_0_parts(blocks)
+    j = np.arange(16)
+    v = np.concatenate([low | ((qh >> j) & 1) << 4, high | ((qh >> (j + 16)) & 1) << 4], axis=1)
+    return (d * (v - 16)).astype(np.float32).reshape(shape)  # (n, 32): d * (v - 16)
+
+
+def _q5_0_variants(blocks: np.ndarray, shape) -> dict[str, np.ndarray]:
+    d, qh, low, high = _q5_0_parts(blocks)
+    j = np.arange(16)
+    bit_lo, bit_hi = (qh >> j) & 1, (qh >> (j + 16)) & 1
+    big = blocks.reshape(-1, Q5_0_BYTES)[:, 2:6].copy().view(">u4").astype(np.int64)
+
+    def w(lo_v, hi_v, minus=16, scale=d):
+        return (scale * (np.concatenate([lo_v, hi_v], axis=1) - minus)).reshape(shape)
+
+    right_lo, right_hi = low | bit_lo << 4, high | bit_hi << 4
+    wrapped = np.concatenate([right_lo, right_hi], axis=1).astype(np.uint8) - np.uint8(16)
     return {
-        "the stored values are uint8: subtracting 8 wraps around (0 - 8 = 248). Convert them to "
-        "a signed integer or a float first, then subtract 8.": (d * wrapped).reshape(shape),
-        "byte j holds weight j in its LOW four bits and weight j + 16 in its HIGH four bits "
-        "(not weights 2j and 2j + 1).": (d * (interleaved - 8)).reshape(shape),
-        "the LOW four bits hold weights 0..15 and the high four bits weights 16..31; you "
-        "swapped them.": (d * (swapped - 8)).reshape(shape),
-        "subtract 8: the stored values 0..15 stand for -8..7.": (d * split).reshape(shape),
+        "the 5-bit values are 0..31 and stand for -16..15: subtract 16, not 8.":
+            w(right_lo, right_hi, minus=8),
+        "each weight has a FIFTH bit in qh (bytes 2-5): bit j of qh is worth 16 in weight j's "
+        "value; you used the low four bits only.": w(low, high),
+        "weight j + 16's fifth bit is bit j + 16 of qh (you used bit j for both halves).":
+            w(right_lo, high | bit_lo << 4),
+        "qh is a LITTLE-endian uint32: byte 2 holds bits 0..7 (weights 0..7).":
+            w(low | ((big >> j) & 1) << 4, high | ((big >> (j + 16)) & 1) << 4),
+        "the fifth bit is worth 16 (v = low | bit << 4), not 1.":
+            w(low + bit_lo, high + bit_hi),
+        "byte 6 + j holds weight j in its LOW four bits and weight j + 16 in its HIGH four "
+        "bits (not weights 2j and 2j + 1).": (d * (np.stack([low, high], axis=2).reshape(
+            len(d), 32) | np.concatenate([bit_lo, bit_hi], axis=1) << 4) - 16 * d).reshape(shape),
+        "the stored values are uint8: subtracting 16 wraps around (3 - 16 = 243). Convert them "
+        "to a signed integer or a float first.": (d * wrapped.astype(np.float32)).reshape(shape),
         "the scale d is a float16 in the first two bytes; read them with .view(np.float16).":
-            (split - 8).reshape(shape),
+            w(right_lo, right_hi, scale=1.0),
     }  # fmt: skip
 
 
-def check_dequantize_q4_0(student_fn, *, seed: int = 0) -> None:
-    """Exercise 15.2: ``dequantize_q4_0(blocks, shape)`` -> the float32 weights."""
+def _q5_0_blocks(rng: np.random.Generator, rows: int, n: int, d_range=(1e-3, 0.2)) -> np.ndarray:
+    """``rows`` rows of ``n // 32`` Q5_0 blocks of random bits, each with a finite float16 scale
+    of either sign: every bit pattern a file can hold."""
+    b = rng.integers(0, 256, size=(rows * n // 32, Q5_0_BYTES), dtype=np.uint8)
+    d = rng.uniform(*d_range, size=(len(b), 1)) * rng.choice([-1, 1], size=(len(b), 1))
+    b[:, :2] = d.astype("<f2").view(np.uint8)
+    return b.reshape(rows, n // 32 * Q5_0_BYTES)
+
+
+def check_dequantize_q5_0(student_fn, *, seed: int = 0) -> None:
+    """Exercise 15.2: ``dequantize_q5_0(blocks, shape)`` -> the float32 weights."""
     ex = "15.2"
     rng = hidden_rng(seed, 152)
-    one = np.zeros(32, dtype=np.float32)
-    one[[0, 1, 16, 17, 31]] = [-4.0, 1.0, 2.0, 0.3, 3.5]
+    one = np.zeros((1, Q5_0_BYTES), dtype=np.uint8)  # d = 0.5; weights 0, 1, 16, 17 and 31 set
+    one[0, :2] = np.array([0.5], dtype="<f2").view(np.uint8)
+    one[0, 2:6] = np.array([(1 << 0) | (1 << 17) | (1 << 31)], dtype="<u4").view(np.uint8)
+    one[0, 6:] = 0x88  # every other value 8 (+ its fifth bit 0): weight -8 * d
+    one[0, 6] = 0x3F  # weight 0: 15 + 16 = 31 -> 15 d; weight 16: 3 -> -13 d
+    one[0, 7] = 0x21  # weight 1: 1 -> -15 d; weight 17: 2 + 16 = 18 -> 2 d
     cases = [
-        ("one block of 32 with a few weights set", one.reshape(1, 32)),
-        ("w (3, 64): six blocks", rng.normal(size=(3, 64)).astype(np.float32)),
-        ("hidden w (4, 96), weights of varied size",
-         (rng.normal(size=(4, 96)) * rng.uniform(0.001, 10, size=(4, 1))).astype(np.float32)),
+        ("one block of 32 with a few weights set", one, (1, 32)),
+        ("w (3, 64): six blocks of random bits", _q5_0_blocks(rng, 3, 64), (3, 64)),
+        ("hidden w (4, 96), scales of varied size",
+         _q5_0_blocks(rng, 4, 96, (1e-4, 10.0)), (4, 96)),
     ]  # fmt: skip
-    for what, w in cases:
-        blocks = quantize(w, "Q4_0")
-        got = _as_array(ex, call_student(ex, student_fn, blocks.copy(), w.shape), what)
-        expected = dequantize(blocks, "Q4_0", w.shape)
+    for what, blocks, shape in cases:
+        got = _as_array(ex, call_student(ex, student_fn, blocks.copy(), shape), what)
+        expected = _dequantize_q5_0(blocks, shape)
         if got.size == expected.size and got.shape != expected.shape:
-            raise ExerciseError(ex, f"{what}: expected shape {w.shape}, got {got.shape}.",
+            raise ExerciseError(ex, f"{what}: expected shape {shape}, got {got.shape}.",
                                 "reshape the weights to `shape` at the end.")  # fmt: skip
-        check_mistakes(ex, got, expected, what=what, mistakes=_q4_0_variants(blocks, w.shape),
+        check_mistakes(ex, got, expected, what=what, mistakes=_q5_0_variants(blocks, shape),
                        rtol=1e-6, atol=0,
-                       hint="per block of 18 bytes: d = float16 of bytes 0-1; weight j = "
-                       "d * ((byte j+2 & 15) - 8), weight j+16 = d * ((byte j+2 >> 4) - 8).")  # fmt: skip
-    passed(ex, "a Q4_0 block dequantiser")
+                       hint="per block of 22 bytes: d = float16 of bytes 0-1, qh = uint32 of "
+                       "bytes 2-5 (little-endian); weight j = d * ((byte 6+j & 15) + 16 * bit j "
+                       "of qh - 16), weight j+16 the high nibble and bit j+16.")  # fmt: skip
+    passed(ex, "a Q5_0 block dequantiser")
 
 
 # --- 15.3 ----------------------------------------------------------------------------------

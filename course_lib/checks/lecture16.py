@@ -11,7 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..configs import MLAConfig, ModernConfig
-from . import ExerciseError, _single_precision, call_student, check_array, hidden_rng, passed
+from . import (
+    ExerciseError,
+    _single_precision,
+    answer_array,
+    call_student,
+    check_array,
+    hidden_rng,
+    passed,
+)
 
 __all__ = ["check_top_k_routing", "check_balance_loss", "check_window_mask", "check_mla_cache"]
 
@@ -33,20 +41,6 @@ def _torch():
     import torch  # the checks' references are torch functions; imported when a check runs
 
     return torch
-
-
-def _array(ex: str, got, what: str, shape: tuple[int, ...], dtype=float) -> np.ndarray:
-    try:
-        arr = np.asarray(got, dtype=dtype)
-    except (TypeError, ValueError):
-        raise ExerciseError(
-            ex, f"{what}: expected an array of shape {shape}, got {type(got).__name__}."
-        ) from None
-    if arr.shape != shape:
-        raise ExerciseError(
-            ex, f"{what}: expected an array of shape {shape}, got shape {arr.shape}."
-        )
-    return arr
 
 
 def _first_match(got, mistakes, same) -> str | None:
@@ -122,8 +116,8 @@ def check_top_k_routing(student_fn, *, seed: int = 0) -> None:
             raise ExerciseError(ex, f"{what}: expected a pair (weights, experts), got "
                                 f"{type(got).__name__}.", "return weights, experts")  # fmt: skip
         t = logits.shape[0]
-        weights = _array(ex, got[0], f"{what}: weights", (t, k))
-        experts = _array(ex, got[1], f"{what}: experts", (t, k), dtype=np.int64)
+        weights = answer_array(ex, got[0], f"{what}: weights", (t, k))
+        experts = answer_array(ex, got[1], f"{what}: experts", (t, k), dtype=np.int64)
         if ((experts < 0) | (experts >= logits.shape[-1])).any() or any(
             len(set(row)) != k for row in experts.tolist()
         ):
@@ -248,7 +242,7 @@ def check_window_mask(student_fn, *, seed: int = 0) -> None:
                       start, n_new, w, kept + n_new))  # fmt: skip
     for what, start, n_new, window, n_keys in cases:
         got = call_student(ex, student_fn, start, n_new, window, n_keys)
-        arr = _array(ex, got, what, (n_new, n_keys), dtype=object)
+        arr = answer_array(ex, got, what, (n_new, n_keys), dtype=object)
         if not all(isinstance(v, (bool, np.bool_)) for v in arr.flat):
             raise ExerciseError(ex, f"{what}: expected a boolean array (True = may attend).",
                                 "build it from comparisons, e.g. (j <= i) & (...)")  # fmt: skip

@@ -202,10 +202,20 @@ def _continuation_cases(seed: int):
     return cases
 
 
+_TOKENIZER = Built("course_lib.checks.given_torch:lm_tokenizer_512")
+
+
+def precompute() -> None:
+    """What every lecture-18 notebook's checks use: lecture 11's tokenizer (trained on first
+    use, then cached), made once by the grader before it grades a class (forked workers share
+    it)."""
+    _TOKENIZER.build()
+
+
 def check_continuation_ids(student_fn, *, seed: int = 0) -> None:
     """Exercise 18.4: the continuation's token ids, split as lm-eval splits a request."""
     ex = "18.4"
-    recipe = Built("course_lib.checks.given_torch:lm_tokenizer_512")
+    recipe = _TOKENIZER
     tokenizer = recipe.build()
     for what, context, continuation in _continuation_cases(seed):
         got = call_student(ex, student_fn, recipe, context, continuation)

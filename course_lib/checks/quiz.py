@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ..quiz import Quiz, judge, load_quiz
+from ..quiz import Quiz, judge, load_quiz, quiz_path
 from . import ExerciseError
 
 __all__ = ["QuizError", "check_quiz"]
@@ -26,13 +26,13 @@ class QuizError(ExerciseError):
 
 
 @cache
-def _quiz(lecture: str) -> Quiz:
-    return load_quiz(lecture)
+def _quiz(path) -> Quiz:
+    return load_quiz(path)
 
 
 def check_quiz(answer, lecture: str, number: int) -> None:
     """Judge the answer to item ``number`` of lecture ``lecture``'s quiz (raise if wrong)."""
-    quiz = _quiz(lecture)
+    quiz = _quiz(quiz_path(lecture))  # quiz_path refuses a lecture that names no quiz
     if (
         isinstance(number, bool)
         or not isinstance(number, int)

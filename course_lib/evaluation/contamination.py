@@ -39,6 +39,6 @@ def contaminated(items: Sequence[str], corpus: Iterable[str], n: int = 8) -> lis
     if not isinstance(corpus, Iterable):
         raise TypeError(f"corpus must be a list of texts, got {type(corpus).__name__}")
     seen: set[tuple[str, ...]] = set()
-    for text in corpus:
-        seen |= word_ngrams(text, n)
+    for i, text in enumerate(corpus):
+        seen |= word_ngrams(check_str(text, f"corpus[{i}]"), n)
     return [bool(word_ngrams(t, n) & seen) for t in items]

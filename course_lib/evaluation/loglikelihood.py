@@ -75,7 +75,7 @@ def encode_text(tokenizer: Any, text: str, add_special_tokens: bool | None = Non
     if type(tokenizer).__module__.startswith("tokenizers"):
         special = True if add_special_tokens is None else add_special_tokens
         return list(tokenizer.encode(text, add_special_tokens=special).ids)
-    if not callable(getattr(tokenizer, "encode", None)):
+    if isinstance(tokenizer, (str, bytes)) or not callable(getattr(tokenizer, "encode", None)):
         raise TypeError(
             "tokenizer must have an encode(text) -> list of ids method (a course BPETokenizer "
             f"or a transformers tokenizer), got {type(tokenizer).__name__}"

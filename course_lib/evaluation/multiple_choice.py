@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import as_float_array, check_choice, check_str
+from .._validation import as_float_array, check_choice, check_str, check_token_sequence
 
 __all__ = ["RULES", "choice_requests", "choice_scores", "choose", "is_correct", "correct_per_item"]
 
@@ -108,6 +108,8 @@ def is_correct(
     token_counts: ArrayLike | None = None,
 ) -> bool:
     """Whether ``rule`` picks the gold choice: one item's 0/1 score."""
+    if gold is None:
+        raise ValueError("gold must be the index of the right choice, got None")
     check_choices(choices, gold)
     return choose(loglikelihoods, choices, rule, token_counts) == gold
 
@@ -127,6 +129,8 @@ def correct_per_item(
                 f"{name} must be a list with one entry per item, got {type(value).__name__}"
             )
     n = len(loglikelihoods)
+    if token_counts is not None:
+        token_counts = check_token_sequence(token_counts, "token_counts")
     if not len(choices) == len(gold) == n or (token_counts is not None and len(token_counts) != n):
         raise ValueError(
             "loglikelihoods, choices, gold (and token_counts) must hold one entry per item, got "

@@ -29,7 +29,8 @@ def fewshot_prompt(
 ) -> str:  # fmt: skip
     """``k`` solved examples, then the question: ``query_i + " " + answer_i`` joined by a blank
     line, then ``query`` (its answer is what the model is scored on). ``shots=[]``: 0-shot."""
-    check_str(query, "query")
+    check_str(query, "query"), check_str(separator, "separator")
+    check_str(answer_delimiter, "answer_delimiter")
     if isinstance(shots, str) or not isinstance(shots, Sequence):
         raise TypeError(
             f"shots must be a list of (query, answer) pairs, got {type(shots).__name__}"

@@ -64,7 +64,7 @@ def paired_bootstrap(
         )
     n_resamples = check_positive_int(n_resamples, "n_resamples")
     confidence = check_probability(confidence, "confidence")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_positive_int(seed, "seed", allow_zero=True))
     idx = rng.integers(0, a.size, size=(n_resamples, a.size))  # (B, n): one resample per row
     diffs = a[idx].mean(axis=1) - b[idx].mean(axis=1)  # (B,)
     tail = (1.0 - confidence) / 2

@@ -55,6 +55,7 @@ class Int8Linear(nn.Module):
 
     def __init__(self, q: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None = None):
         super().__init__()
+        _check_int8_parts(q, scale, bias)
         self.register_buffer("q", q)  # (out, in) int8
         self.register_buffer("scale", scale)  # (out, 1) float32
         self.bias = None if bias is None else nn.Parameter(bias)
@@ -75,6 +76,27 @@ class Int8Linear(nn.Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, int8"
+
+
+def _check_int8_parts(q, scale, bias) -> None:
+    """Int8Linear's door: q int8 ``(out, in)``, a finite float scale ``(out, 1)`` or ``(1, 1)``,
+    a float bias ``(out,)`` or None."""
+    if not isinstance(q, torch.Tensor) or q.dtype != torch.int8 or q.ndim != 2:
+        got = f"{q.dtype} tensor of shape {tuple(q.shape)}" if isinstance(q, torch.Tensor) else (
+            type(q).__name__)  # fmt: skip
+        raise TypeError(f"q must be a 2-D torch.int8 tensor (out, in), got {got}")
+    out = q.shape[0]
+    for name, t, shapes in (("scale", scale, [(out, 1), (1, 1)]), ("bias", bias, [(out,)])):
+        if t is None and name == "bias":
+            continue
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            got = f"{t.dtype} tensor" if isinstance(t, torch.Tensor) else type(t).__name__
+            raise TypeError(f"{name} must be a floating torch.Tensor, got {got}")
+        if tuple(t.shape) not in shapes:
+            raise ValueError(f"{name} must have shape {' or '.join(map(str, shapes))} for q of "
+                             f"shape {tuple(q.shape)}, got {tuple(t.shape)}")  # fmt: skip
+        if not torch.isfinite(t).all():
+            raise ValueError(f"{name} contains nan or inf")
 
 
 def roundtrip(w: np.ndarray, fmt: str) -> np.ndarray:
@@ -119,6 +141,22 @@ def _matrices(model: nn.Module, embeddings: bool) -> list[tuple[str, nn.Paramete
     return found
 
 
+def _check_fits(matrices: list[tuple[str, nn.Parameter]], fmt: str) -> None:
+    """Every matrix splits into ``fmt``'s blocks (rows of 32 for llama.cpp's, 64 weights for
+    NF4), else a ValueError naming model, fmt and the first matrix that does not."""
+    for name, w in matrices:
+        if fmt in BLOCK_BYTES and w.shape[-1] % BLOCK_SIZE:
+            need = f"rows of a multiple of {BLOCK_SIZE} numbers"
+        elif fmt == "NF4" and w.numel() % 64:
+            need = "a multiple of 64 weights"
+        else:
+            continue
+        raise ValueError(
+            f"model's matrix {name or 'weight'!r} has shape {tuple(w.shape)}; fmt={fmt!r} stores "
+            f"blocks and needs {need}: choose another fmt (e.g. 'int8') for this model"
+        )
+
+
 def quantize_weights(model: nn.Module, fmt: str, embeddings: bool = True) -> nn.Module:
     """A copy of ``model`` whose matrices went through ``fmt`` and back (:func:`roundtrip`).
 
@@ -128,6 +166,7 @@ def quantize_weights(model: nn.Module, fmt: str, embeddings: bool = True) -> nn.
     check_module(model)
     check_choice(fmt, "fmt", FORMATS)
     embeddings = check_flag(embeddings, "embeddings")
+    _check_fits(_matrices(model, embeddings), fmt)
     copied = copy.deepcopy(model)
     with torch.no_grad():
         for _, weight in _matrices(copied, embeddings):
@@ -143,6 +182,7 @@ def weight_bytes(model: nn.Module, fmt: str, embeddings: bool = True) -> int:
     check_choice(fmt, "fmt", FORMATS)
     embeddings = check_flag(embeddings, "embeddings")
     matrices = _matrices(model, embeddings)
+    _check_fits(matrices, fmt)
     quantised = {id(w) for _, w in matrices}
     rest = {id(p): p for p in model.parameters() if id(p) not in quantised}
     return sum(_format_bytes(tuple(w.shape), fmt) for _, w in matrices) + sum(

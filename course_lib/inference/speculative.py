@@ -79,6 +79,9 @@ def _check_accept_inputs(draft_tokens, q, p) -> int:
             f"draft_tokens must be (k,) with k >= 1, q (k, vocab) and p (k + 1, vocab); got "
             f"{tuple(draft_tokens.shape)}, {tuple(q.shape)}, {tuple(p.shape)}"
         )
+    for name, t in (("q", q), ("p", p)):
+        if not torch.isfinite(t).all() or (t < 0).any():
+            raise ValueError(f"{name} must hold probabilities (finite, >= 0), got nan, inf or < 0")
     if (draft_tokens < 0).any() or (draft_tokens >= q.shape[1]).any():
         raise ValueError(f"draft_tokens must be ids in [0, vocab={q.shape[1]})")
     return k
@@ -176,14 +179,15 @@ def _check_vocab(draft_logits: torch.Tensor, target: nn.Module) -> None:
 
 def _check_inputs(target, draft, ids, max_new_tokens, num_draft_tokens, temperature) -> int:
     """The door: every argument once. Returns the final length ``n + max_new_tokens``."""
+    for name, model in (("target", target), ("draft", draft)):
+        check_module(model, name)
+        if not isinstance(getattr(model, "context_length", None), int):
+            raise TypeError(
+                f"{name} must be a language model with a context_length (GPT, ModernLM), got "
+                f"{type(model).__name__}"
+            )
     _check_generate_args(target, ids, temperature, None, None, None)
-    check_module(draft, "draft")
-    draft_context = getattr(draft, "context_length", None)
-    if not isinstance(draft_context, int):
-        raise TypeError(
-            f"draft must be a language model with a context_length (GPT, ModernLM), got "
-            f"{type(draft).__name__}"
-        )
+    draft_context = draft.context_length
     max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens", allow_zero=True)
     check_positive_int(num_draft_tokens, "num_draft_tokens")  # k = 0 drafts nothing
     if _vocab(target) is not None and _vocab(draft) is not None and _vocab(target) != _vocab(draft):

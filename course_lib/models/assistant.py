@@ -28,6 +28,7 @@ from .._validation import (
     check_context,
     check_module,
     check_positive_int,
+    check_type,
     checkpoint_path,
     read_checkpoint,
 )
@@ -179,6 +180,7 @@ def generate_replies(
     SmolLM2) or after ``max_new_tokens`` tokens.
     """
     check_module(model)
+    check_type(tokenizer, "tokenizer", BPETokenizer)
     if isinstance(prompts, str) or not isinstance(prompts, Sequence):
         raise TypeError(f"prompts must be a list of str, got {type(prompts).__name__}")
     max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens")

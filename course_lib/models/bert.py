@@ -147,13 +147,13 @@ class TinyBert(nn.Module):
 
     def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Scores over the vocabulary ``(..., vocab)`` from hidden vectors ``(..., d_model)``."""
-        check_last_dim(hidden, "hidden", self.config.d_model)
+        check_last_dim(hidden, "hidden", self.config.d_model, like=self)
         h = self.mlm_norm(F.gelu(self.mlm_dense(hidden)))
         return h @ self.token_embedding.weight.T + self.mlm_bias
 
     def nsp_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Scores ``(batch, 2)`` for "B is random" (0) / "B follows A" (1), from the [CLS] vector."""
-        check_features(hidden, "hidden", self.config.d_model)
+        check_features(hidden, "hidden", self.config.d_model, like=self)
         return self.nsp_classifier(torch.tanh(self.pooler(hidden[:, 0])))
 
     @property

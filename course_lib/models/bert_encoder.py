@@ -96,11 +96,9 @@ class BertEncoder(nn.Module):
     ) -> BertEncoderOutput:
         ids = self._check(input_ids, "input_ids", None)
         if token_type_ids is not None:
+            check_token_ids(token_type_ids, "token_type_ids", "(batch, n)",
+                            self.config.type_vocab_size, "type_vocab_size")  # fmt: skip
             self._check(token_type_ids, "token_type_ids", ids.shape)
-            if int(token_type_ids.max()) >= self.config.type_vocab_size:
-                raise ValueError(
-                    f"token_type_ids must be < type_vocab_size={self.config.type_vocab_size}"
-                )
         if attention_mask is None:
             attention_mask = torch.ones_like(ids)
         self._check(attention_mask, "attention_mask", ids.shape)

@@ -145,7 +145,8 @@ class BertClassifier(nn.Module):
         self.classifier = nn.Linear(hidden_size, check_positive_int(num_classes, "num_classes"))
 
     def forward(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        b, n, _ = check_features(hidden, "hidden", self.pooler.in_features, "hidden_size").shape
+        check_features(hidden, "hidden", self.pooler.in_features, "hidden_size", like=self)
+        b, n, _ = hidden.shape
         check_shape(attention_mask, "attention_mask", f"(batch={b}, n={n})", (b, n))
         _check_some_real_token(attention_mask)
         keys = attention_mask.bool()[:, None, :]  # (batch, 1, n): padding hidden from every query
@@ -329,7 +330,7 @@ class SpanHead(nn.Module):
         self.qa_outputs = nn.Linear(check_positive_int(hidden_size, "hidden_size"), 2)
 
     def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        check_features(hidden, "hidden", self.qa_outputs.in_features, "hidden_size")
+        check_features(hidden, "hidden", self.qa_outputs.in_features, "hidden_size", like=self)
         start, end = self.qa_outputs(hidden).unbind(-1)  # (batch, n) each
         return start, end
 

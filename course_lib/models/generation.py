@@ -24,7 +24,14 @@ import numbers
 import torch
 from torch import nn
 
-from .._validation import check_context, check_flag, check_module, check_positive_int, check_str
+from .._validation import (
+    check_context,
+    check_flag,
+    check_generator,
+    check_module,
+    check_positive_int,
+    check_str,
+)
 from ..nn import KVCache, eval_mode
 from ..tokenization import BPETokenizer
 
@@ -152,6 +159,7 @@ def next_token(
         check_positive_int(top_k, "top_k")
     if top_p is not None:
         _check_top_p(top_p)
+    check_generator(generator)
     return _pick(logits, temperature, top_k, top_p, generator)
 
 
@@ -218,6 +226,7 @@ def generate(
     context = _check_generate_args(model, ids, temperature, top_k, top_p, eos_id)
     max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens", allow_zero=True)
     use_cache = check_flag(use_cache, "use_cache")
+    check_generator(generator)
     with eval_mode(model):
         cache = KVCache() if use_cache else None
         done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)  # rows at eos

@@ -95,7 +95,7 @@ class CausalSelfAttention(nn.Module):
         return self.w_o(y)
 
     def _check_inputs(self, x, cache) -> None:
-        check_features(x, "x", self.d_model)
+        check_features(x, "x", self.d_model, like=self)
         if x.shape[1] == 0:
             raise ValueError(f"x needs at least one position, got shape {tuple(x.shape)}")
         if cache is not None:

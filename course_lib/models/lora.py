@@ -68,7 +68,7 @@ class LoRALinear(nn.Module):
             p.requires_grad_(False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_last_dim(x, "x", self.in_features, "in_features")
+        check_last_dim(x, "x", self.in_features, "in_features", like=self)
         update = self.lora_B(
             self.lora_A(self.lora_dropout(x))
         )  # (..., in) -> (..., r) -> (..., out)

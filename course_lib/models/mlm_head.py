@@ -41,7 +41,7 @@ class MlmHead(nn.Module):
         self.bias = nn.Parameter(torch.zeros(vocab_size))
 
     def forward(self, hidden: torch.Tensor, word_embeddings: torch.Tensor) -> torch.Tensor:
-        check_last_dim(hidden, "hidden", self.hidden_size, "hidden_size")
+        check_last_dim(hidden, "hidden", self.hidden_size, "hidden_size", like=self)
         if tuple(word_embeddings.shape) != (self.vocab_size, self.hidden_size):
             raise ValueError(
                 f"word_embeddings must be (vocab_size, hidden_size) = "

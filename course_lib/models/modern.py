@@ -42,8 +42,8 @@ from ..nn import (
     MultiHeadLatentAttention,
     RMSNorm,
     SwiGLUFeedForward,
-    rope_qk,
 )
+from ..nn.rope import rope_qk_unchecked
 from .gpt import check_lm_input
 
 __all__ = ["ModernLM", "router_logits", "modern_parameter_count", "kv_cache_bytes_for"]
@@ -60,7 +60,7 @@ def _attention(c: ModernConfig, layer: int) -> nn.Module:
     window = c.sliding_window if c.layer_type(layer) == "sliding_attention" else None
     return MultiHeadAttention(
         c.d_model, c.num_heads, c.num_kv_heads, bias=False,
-        qk_transform=functools.partial(rope_qk, theta=c.rope_theta), d_head=c.d_head,
+        qk_transform=functools.partial(rope_qk_unchecked, theta=c.rope_theta), d_head=c.d_head,
         qk_norm=c.qk_norm, norm_eps=c.rms_eps, window=window,
     )  # fmt: skip
 

@@ -41,6 +41,7 @@ from .._validation import (
     check_module,
     check_positive_int,
     check_str,
+    check_type,
 )
 from ..data.chat import END_OF_TURN, render_chat
 from ..tokenization import BPETokenizer
@@ -79,17 +80,18 @@ def sample_group(
     temperature: float = 1.0,
     generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
-    """``group_size`` sampled completions of each user message: ``(ids, response_mask,
-    replies)``.
+    """``group_size`` sampled completions of each user message: ``(ids, loss_mask, replies)``.
 
     Rows are in TRL's layout: the ``G`` completions of prompt ``p`` are rows ``p * G`` to
     ``p * G + G - 1``. ``ids (P * G, n)``: the rendered prompt (:func:`course_lib.render_chat`
     with the generation prompt), then the sampled tokens, right-padded with 0.
-    ``response_mask (P * G, n)`` bool: True on the sampled tokens up to and including the first
+    ``loss_mask (P * G, n)`` bool: True on the sampled tokens up to and including the first
     ``<|end|>`` (what the assistant said, as lecture 14's loss mask), False on the prompt, on
     padding and on anything after ``<|end|>``. ``replies``: the decoded completions.
     """
-    group_size, max_new_tokens = _check_sample_inputs(model, prompts, group_size, max_new_tokens)
+    group_size, max_new_tokens = _check_sample_inputs(
+        model, tokenizer, prompts, group_size, max_new_tokens
+    )
     end = tokenizer.vocab[END_OF_TURN]
     rendered = [
         render_chat([{"role": "user", "content": p}], tokenizer, add_generation_prompt=True)[0]
@@ -108,18 +110,19 @@ def sample_group(
             starts.append(len(prompt_ids))
     n = max(len(r) for r in rows)
     ids = torch.zeros((len(rows), n), dtype=torch.long)  # (P * G, n), right-padded with 0
-    response_mask = torch.zeros((len(rows), n), dtype=torch.bool)
+    loss_mask = torch.zeros((len(rows), n), dtype=torch.bool)
     replies = []
     for i, (row, start) in enumerate(zip(rows, starts, strict=True)):
         ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
-        response_mask[i, start : len(row)] = True
+        loss_mask[i, start : len(row)] = True
         replies.append(tokenizer.decode([t for t in row[start:] if t != end]).strip())
-    return ids, response_mask, replies
+    return ids, loss_mask, replies
 
 
-def _check_sample_inputs(model, prompts, group_size, max_new_tokens) -> tuple[int, int]:
+def _check_sample_inputs(model, tokenizer, prompts, group_size, max_new_tokens) -> tuple[int, int]:
     """sample_group's door (generate checks the rest)."""
     check_module(model)
+    check_type(tokenizer, "tokenizer", BPETokenizer)
     if isinstance(prompts, str) or not isinstance(prompts, Sequence) or not prompts:
         raise TypeError(f"prompts must be a non-empty list of str, got {type(prompts).__name__}")
     for i, p in enumerate(prompts):
@@ -488,13 +491,13 @@ def grpo_train(
         if step % iterations:  # reuse the rollout: pi_old stays the policy that sampled it
             return rollout
         prompts, answers = tasks(step // iterations)
-        ids, response_mask, replies = sample_group(policy, tokenizer, prompts, group_size,
-                                                   max_new_tokens, temperature, generator)  # fmt: skip
+        ids, loss_mask, replies = sample_group(policy, tokenizer, prompts, group_size,
+                                               max_new_tokens, temperature, generator)  # fmt: skip
         rewards = reward(replies, [a for a in answers for _ in range(group_size)])  # (P * G,)
         with torch.no_grad():
             old_logps = token_logprobs(policy, ids)  # (P * G, n - 1) under pi_old
             ref_logps = token_logprobs(reference, ids) if beta else None
-        rollout.update(ids=ids, mask=response_mask[:, 1:], old_logps=old_logps,
+        rollout.update(ids=ids, mask=loss_mask[:, 1:], old_logps=old_logps,
                        ref_logps=ref_logps,
                        advantages=group_advantages(rewards, group_size, scale_rewards))  # fmt: skip
         log.rewards.append(rewards.float().mean().item())

@@ -88,7 +88,7 @@ class TransformerTranslator(nn.Module):
         """Logits ``(batch, T, tgt_vocab)``; the decoder applies the causal mask itself
         (``causal=True``, its default)."""
         check_token_ids(tgt_in, "tgt_in", "(batch, length)", self.tgt_embed.num_embeddings)
-        check_features(memory, "memory", self.d_model)
+        check_features(memory, "memory", self.d_model, like=self)
         x = self.decoder(
             self._embed(self.tgt_embed, tgt_in), memory, memory_mask=src_mask[:, None, :]
         )

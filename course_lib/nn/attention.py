@@ -241,14 +241,14 @@ class MultiHeadAttention(nn.Module):
 
     def _check_inputs(self, query, key, value, mask, causal, cache) -> None:
         """The door's checks: shapes, the mask, the cache (a model checks once for all layers)."""
-        check_features(query, "query", self.d_model)
+        check_features(query, "query", self.d_model, like=self)
         check_flag(causal, "causal")
         if self.window is not None and not causal:
             raise ValueError(
                 f"window={self.window} needs causal=True (a sliding window looks back only)"
             )
-        key = query if key is None else check_features(key, "key", self.d_model)
-        value = key if value is None else check_features(value, "value", self.d_model)
+        key = query if key is None else check_features(key, "key", self.d_model, like=self)
+        value = key if value is None else check_features(value, "value", self.d_model, like=self)
         if key.shape[:2] != value.shape[:2] or query.shape[0] != key.shape[0]:
             raise ValueError(
                 "query (batch, n_q, d), key and value (batch, n_k, d) must share the batch "

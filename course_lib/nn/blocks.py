@@ -20,6 +20,7 @@ from torch import nn
 from .._validation import (
     check_dropout,
     check_features,
+    check_flag,
     check_heads,
     check_positive_int,
     check_positive_number,
@@ -50,7 +51,7 @@ class _Layer(nn.Module):
         dropout = check_dropout(dropout)
         check_positive_number(layer_norm_eps, "layer_norm_eps")
         self.d_model, self.num_heads, self.d_ff = d_model, num_heads, d_ff
-        self.norm_first = bool(norm_first)
+        self.norm_first = check_flag(norm_first, "norm_first")
         self.self_attn = MultiHeadAttention(d_model, num_heads, bias=bias, dropout=dropout)
         if self.cross:
             self.cross_attn = MultiHeadAttention(d_model, num_heads, bias=bias, dropout=dropout)
@@ -92,7 +93,7 @@ class EncoderLayer(_Layer):
         """x ``(batch, n, d_model)`` -> ``(batch, n, d_model)``; mask as in
         :meth:`MultiHeadAttention.forward` (True = may attend), e.g. a padding mask."""
         if self.checks:
-            check_features(x, "x", self.d_model)
+            check_features(x, "x", self.d_model, like=self)
             check_mask(mask, x.shape[0], self.num_heads, x.shape[1], x.shape[1])
 
         def self_attention(h):
@@ -143,7 +144,7 @@ class DecoderLayer(_Layer):
             causal: set False only for a non-autoregressive decoder.
         """
         if self.checks:
-            check_decoder_inputs(x, memory, self_mask, memory_mask, self.d_model, self.num_heads)
+            check_decoder_inputs(x, memory, self_mask, memory_mask, self)
 
         def self_attention(h):
             return self.self_attn(h, mask=self_mask, causal=causal)
@@ -157,10 +158,11 @@ class DecoderLayer(_Layer):
         return residual(x, self.ffn, self.norm3, self.dropout3, nf)
 
 
-def check_decoder_inputs(x, memory, self_mask, memory_mask, d_model: int, heads: int) -> None:
-    """The door's checks of a decoder layer or stack."""
-    check_features(x, "x", d_model)
-    check_features(memory, "memory", d_model)
+def check_decoder_inputs(x, memory, self_mask, memory_mask, module: nn.Module) -> None:
+    """The door's checks of a decoder layer or stack ``module``."""
+    d_model, heads = module.d_model, module.num_heads
+    check_features(x, "x", d_model, like=module)
+    check_features(memory, "memory", d_model, like=module)
     if memory.shape[0] != x.shape[0]:
         raise ValueError(
             f"x {tuple(x.shape)} and memory {tuple(memory.shape)} must share the batch size"

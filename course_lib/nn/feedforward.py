@@ -62,7 +62,7 @@ class FeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.checks:
-            check_last_dim(x, "x", self.linear1.in_features)
+            check_last_dim(x, "x", self.linear1.in_features, like=self)
         return self.linear2(self.dropout(ACTIVATIONS[self.activation](self.linear1(x))))
 
 
@@ -90,7 +90,7 @@ class SwiGLUFeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.checks:
-            check_last_dim(x, "x", self.gate.in_features)
+            check_last_dim(x, "x", self.gate.in_features, like=self)
         return self.down(F.silu(self.gate(x)) * self.up(x))  # (..., d_ff) -> (..., d_model)
 
 

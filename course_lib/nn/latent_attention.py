@@ -113,7 +113,7 @@ class MultiHeadLatentAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, cache: LayerKVCache | None = None) -> torch.Tensor:
         if self.checks:
-            check_features(x, "x", self.d_model)
+            check_features(x, "x", self.d_model, like=self)
             if cache is not None:
                 if not isinstance(cache, LayerKVCache):
                     raise TypeError(

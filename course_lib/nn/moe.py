@@ -29,7 +29,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validation import check_flag, check_last_dim, check_positive_int, check_positive_number
+from .._validation import (
+    check_flag,
+    check_last_dim,
+    check_positive_int,
+    check_positive_number,
+    inner_checks_off,
+)
 from .feedforward import SwiGLUFeedForward
 
 __all__ = [
@@ -176,8 +182,13 @@ class Router(nn.Module):
         if scoring == "sigmoid":
             self.register_buffer("selection_bias", torch.zeros(num_experts))
         self.logits: torch.Tensor | None = None
+        self.checks = True  # off inside MixtureOfExperts
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.checks:  # off inside MixtureOfExperts, whose forward checks x
+            check_last_dim(x, "x", self.linear.in_features, like=self)
+            if x.ndim != 2:
+                raise ValueError(f"x must have shape (tokens, d_model), got {tuple(x.shape)}")
         logits = self.linear(x)  # (T, E)
         self.logits = logits  # kept for the load-balancing loss
         if self.scoring == "softmax":
@@ -219,11 +230,12 @@ class MixtureOfExperts(nn.Module):
             None if shared_d_ff is None else SwiGLUFeedForward(d_model, shared_d_ff)
         )
         self.d_model = d_model
+        inner_checks_off(self)
         self.checks = True  # off inside a model whose forward has checked its input
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.checks:
-            check_last_dim(x, "x", self.d_model)
+            check_last_dim(x, "x", self.d_model, like=self)
         tokens = x.reshape(-1, self.d_model)  # (T, d): every position of every sequence
         weights, experts = self.router(tokens)  # (T, k), (T, k)
         out = torch.zeros_like(tokens)  # (T, d)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["rotate", "rope_qk"]
+__all__ = ["rotate", "rope_qk", "rope_qk_unchecked"]
 
 
 def rotate(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0) -> torch.Tensor:
@@ -31,8 +31,18 @@ def rope_qk(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``qk_transform`` hook of :class:`~course_lib.nn.MultiHeadAttention` for RoPE: rotate
     queries ``(B, num_heads, n, d_head)`` and keys ``(B, num_kv_heads, n, d_head)`` by their
-    absolute ``positions (n,)``. Values are not rotated: they carry content, not positions."""
+    absolute ``positions (n,)``. Values are not rotated: they carry content, not positions.
+    Its input is checked (the door of a direct call); :class:`~course_lib.ModernLM`, whose
+    ``forward`` has checked its input once, calls :func:`rope_qk_unchecked` in every layer."""
     _check_heads_and_positions(q, k, positions)
+    return rotate(q, positions, theta), rotate(k, positions, theta)
+
+
+def rope_qk_unchecked(
+    q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`rope_qk` without the check, unchecked by name: the hook inside a model, which
+    hands it the heads its attention built (the model's ``forward`` is the door)."""
     return rotate(q, positions, theta), rotate(k, positions, theta)
 
 

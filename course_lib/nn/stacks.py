@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._validation import check_features, check_positive_int, inner_checks_off
+from .._validation import check_features, check_flag, check_positive_int, inner_checks_off
 from .attention import check_mask
 from .blocks import DecoderLayer, EncoderLayer, check_decoder_inputs
 
@@ -33,7 +33,7 @@ class _Stack(nn.Module):
             for _ in range(num_layers)
         )  # fmt: skip
         self.d_model, self.num_heads = d_model, num_heads
-        final_norm = norm_first if final_norm is None else final_norm
+        final_norm = norm_first if final_norm is None else check_flag(final_norm, "final_norm")
         self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias) if final_norm else None
         inner_checks_off(self)
         self.checks = True  # off inside a model whose forward has checked its input
@@ -56,7 +56,7 @@ class Encoder(_Stack):
 
     def forward(self, x: torch.Tensor, mask=None) -> torch.Tensor:
         if self.checks:
-            check_features(x, "x", self.d_model)
+            check_features(x, "x", self.d_model, like=self)
             check_mask(mask, x.shape[0], self.num_heads, x.shape[1], x.shape[1])
         for layer in self.layers:
             x = layer(x, mask)
@@ -82,7 +82,7 @@ class Decoder(_Stack):
         causal: bool = True,
     ) -> torch.Tensor:  # fmt: skip
         if self.checks:
-            check_decoder_inputs(x, memory, self_mask, memory_mask, self.d_model, self.num_heads)
+            check_decoder_inputs(x, memory, self_mask, memory_mask, self)
         for layer in self.layers:
             x = layer(x, memory, self_mask, memory_mask, causal=causal)
         return self._finish(x)

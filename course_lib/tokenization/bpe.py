@@ -11,7 +11,7 @@ import numbers
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from .._validation import check_flag, check_str, check_token_sequence
+from .._validation import check_flag, check_special_tokens, check_str, check_token_sequence
 from .byte_level import bytes_to_unicode, pretokenize_bytes
 from .pretokenizer import SPACE, pretokenize
 
@@ -85,17 +85,17 @@ class BPETokenizer:
     ):
         if not isinstance(vocab, Mapping):
             raise TypeError(f"vocab must be a dict token -> id, got {type(vocab).__name__}")
-        for i, m in enumerate(merges):
+        for i, m in enumerate(check_token_sequence(merges, "merges")):
             if isinstance(m, str) or len(m) != 2 or not all(isinstance(p, str) for p in m):
                 raise TypeError(f"merges[{i}] must be a pair of str (left, right), got {m!r}")
         self.vocab = dict(vocab)
         self.id_to_token = {i: t for t, i in self.vocab.items()}
         self.merges = [tuple(m) for m in merges]
         self.ranks = {pair: r for r, pair in enumerate(self.merges)}
-        self.special_tokens = list(special_tokens)
+        self.special_tokens = check_special_tokens(special_tokens, unk_token)
         self.unk_token = unk_token
-        self.lowercase = lowercase
-        self.byte_level = byte_level
+        self.lowercase = check_flag(lowercase, "lowercase")
+        self.byte_level = check_flag(byte_level, "byte_level")
         if unk_token is not None and unk_token not in self.vocab:
             raise ValueError(f"unk_token {unk_token!r} is not in the vocabulary")
         self._cache: dict[str, list[str]] = {}

@@ -19,7 +19,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from .._validation import check_flag, check_positive_int, check_str
+from .._validation import check_flag, check_positive_int, check_special_tokens, check_str
 from .bpe import BPETokenizer
 from .byte_level import bytes_to_unicode, pretokenize_bytes
 from .pretokenizer import pretokenize
@@ -78,6 +78,10 @@ def train_bpe_with_history(
     if not isinstance(texts, Iterable):
         raise TypeError(f"texts must be a str or a list of str, got {type(texts).__name__}")
     texts = [check_str(t, f"texts[{i}]") for i, t in enumerate(texts)]
+    if not texts:
+        raise ValueError("texts is empty: BPE learns its merges from at least one text")
+    special_tokens = check_special_tokens(special_tokens, unk_token)
+    min_frequency = check_positive_int(min_frequency, "min_frequency", allow_zero=True)
     if unk_token is not None and unk_token not in special_tokens:
         raise ValueError(f"unk_token {unk_token!r} must be one of special_tokens")
     lowercase, byte_level = check_flag(lowercase, "lowercase"), check_flag(byte_level, "byte_level")

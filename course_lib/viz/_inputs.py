@@ -142,14 +142,56 @@ def check_tokens(tokens, n: int, name: str, axis: str, shape: tuple[int, ...]) -
 
 
 def check_indices(values, n: int, name: str) -> list[int] | None:
-    """``None`` or a non-empty list of distinct indices in ``range(n)``."""
+    """``None`` or a non-empty list of distinct indices in ``range(n)`` (one index alone is a
+    list of one)."""
     if values is None:
         return None
     if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
         values = [values]
+    if isinstance(values, str) or not isinstance(values, (Sequence, np.ndarray)):
+        raise TypeError(
+            f"{name} must be a list of indices in 0..{n - 1} (or one index, or None for all), "
+            f"got {type(values).__name__} {values!r:.40}"
+        )
     values = [check_index(v, f"{name}[{i}]", n) for i, v in enumerate(values)]
     if not values:
         raise ValueError(f"{name} is empty; pass None for all of them")
     if len(set(values)) != len(values):
         raise ValueError(f"{name} has repeated entries: {values}")
     return values
+
+
+def check_plot_options(*, ax=None, **options) -> None:
+    """The options every plot shares, checked at its door: text (``title``, ``xlabel``, ...:
+    a str or None), flags (``annotate``, ``mark_max``: True or False), ``cmap`` (a matplotlib
+    colormap's name), ``vmin``/``vmax`` (None or a finite number), ``cell_size`` (a positive
+    number) and ``ax`` (None or a matplotlib Axes). A ``TypeError``/``ValueError`` names the
+    option."""
+    import numbers
+
+    from matplotlib import colormaps
+    from matplotlib.axes import Axes
+
+    from .._validation import check_flag, check_positive_number
+
+    for name, value in options.items():
+        if name in ("annotate", "mark_max", "prettify_tokens"):
+            check_flag(value, name)
+        elif name == "cmap":
+            if not isinstance(value, str) or value not in colormaps:
+                raise ValueError(
+                    f"cmap must be the name of a matplotlib colormap, got {value!r:.40}"
+                )
+        elif name in ("vmin", "vmax"):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                                      or not np.isfinite(value)):  # fmt: skip
+                raise ValueError(f"{name} must be None or a finite number, got {value!r:.40}")
+        elif name == "cell_size":
+            if not np.isfinite(check_positive_number(value, name)):
+                raise ValueError(f"cell_size must be a finite number > 0 (inches), got {value!r}")
+        elif value is not None and not isinstance(value, str):
+            raise TypeError(
+                f"{name} must be a str or None, got {type(value).__name__} {value!r:.40}"
+            )
+    if ax is not None and not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")

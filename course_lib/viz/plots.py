@@ -12,7 +12,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .._validation import as_float_array, check_token_sequence
-from ._inputs import as_attention_stack, check_indices, check_tokens, check_weights
+from ._inputs import (
+    as_attention_stack,
+    check_indices,
+    check_plot_options,
+    check_tokens,
+    check_weights,
+)
 
 __all__ = [
     "plot_alignment",
@@ -71,6 +77,8 @@ def plot_heatmap(
     ax=None,
 ):
     """Draw a 2-D ``matrix`` ``(rows, cols)`` as a heatmap with optional labels; return the Axes."""
+    check_plot_options(title=title, xlabel=xlabel, ylabel=ylabel, cmap=cmap, annotate=annotate,
+                       vmin=vmin, vmax=vmax, ax=ax)  # fmt: skip
     m = as_float_array(matrix, "matrix")
     if m.ndim != 2:
         raise ValueError(f"matrix must be 2-D (rows, cols), got shape {m.shape}")
@@ -128,6 +136,7 @@ def plot_attention(
     non-negative (the colour scale starts at 0); draw scores or other signed values with
     :func:`plot_heatmap`.
     """
+    check_plot_options(title=title, annotate=annotate, ax=ax)
     w = check_weights(_matrix(weights, "weights", "(n_q, n_k)"), "weights")
     tokens = _labels(tokens, "tokens", w.shape[0], "query rows")
     key_tokens = (
@@ -175,6 +184,7 @@ def plot_attention_grid(
     one colour scale from 0 to the largest weight shown, so panels compare at a glance.
     Token labels are drawn on the left column and bottom row only.
     """
+    check_plot_options(title=title, cell_size=cell_size)
     att = as_attention_stack(attention)
     if tokens is not None:
         tokens = check_tokens(tokens, att.shape[2], "tokens", "query", att.shape)
@@ -241,6 +251,7 @@ def plot_positional_encoding(
     Sinusoidal encodings show fast-changing stripes in the first dimensions and slow ones in
     the last; the colour scale is centred on 0 (values lie in [-1, 1]).
     """
+    check_plot_options(title=title, ax=ax)
     pe = as_float_array(encoding, "encoding")
     if pe.ndim != 2:
         raise ValueError(f"encoding must be 2-D (n_positions, d_model), got shape {pe.shape}")
@@ -271,6 +282,7 @@ def plot_alignment(
     ``weights``: ``(n_target, n_source)`` cross-attention (or a seq2seq model's attention);
     ``mark_max`` puts a dot on each row's largest weight, the source word it "aligned" to.
     """
+    check_plot_options(title=title, mark_max=mark_max, annotate=annotate, ax=ax)
     w = _matrix(weights, "weights", "(n_target, n_source)")
     ax = plot_heatmap(
         w,

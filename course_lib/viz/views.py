@@ -25,7 +25,7 @@ from importlib import resources
 
 import numpy as np
 
-from .._validation import check_index
+from .._validation import check_flag, check_index
 from ._inputs import as_attention_stack, check_indices, check_tokens
 
 __all__ = ["AttentionView", "head_view", "model_view"]
@@ -128,6 +128,7 @@ class AttentionView:
 
 
 def _prepare(attention, tokens, key_tokens, prettify_tokens: bool):
+    check_flag(prettify_tokens, "prettify_tokens")
     att = as_attention_stack(attention)
     tokens = check_tokens(tokens, att.shape[2], "tokens", "query", att.shape)
     if key_tokens is None:

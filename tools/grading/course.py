@@ -43,6 +43,10 @@ class Template:
     imported_checks: dict[str, str] = field(
         default_factory=dict
     )  # name -> course_lib.checks module
+    # the checks modules' FIXTURES (called in the student's process before its cells) and
+    # precompute() functions (called once in the grader before a class is graded)
+    fixtures: tuple[str, ...] = ()
+    precompute: tuple = ()
 
     @property
     def lecture(self) -> str:
@@ -87,7 +91,10 @@ def load_template(path: Path, text: str | None = None) -> Template:
             f"the course's template {path.name} has a check the grader would not grade "
             f"({'; '.join(untagged)}, without an exercise-N.k tag): tell the instructor"
         )
-    return Template(path.stem, cells, checks, problem, imports)
+    modules = [importlib.import_module(m) for m in sorted(set(imports.values()))]
+    fixtures = tuple(f for m in modules for f in getattr(m, "FIXTURES", ()))
+    precompute = tuple(m.precompute for m in modules if callable(getattr(m, "precompute", None)))
+    return Template(path.stem, cells, checks, problem, imports, fixtures, precompute)
 
 
 def calls_a_check(source: str, imports: dict[str, str] | None = None) -> str | None:

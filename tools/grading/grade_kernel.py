@@ -5,6 +5,8 @@ inside a sandbox. It talks to the grader over two pipes with length-prefixed JSO
 
 - ``{"op": "ping"}``: ready? -> ``{"ok": true}``;
 - ``{"op": "run", "code": ...}``: run a notebook cell with IPython -> ``{"error": ...}``;
+- ``{"op": "warm", "fixtures": ["module:function", ...]}``: call the course's cached fixtures
+  (``FIXTURES`` of a lecture's checks) before the student's cells, unwatched -> ``{"ok": true}``;
 - ``{"op": "get", "name": ...}``: what the student's name holds (a function, a value, nothing);
 - ``{"op": "call", "name": ..., "args": [...], "kwargs": {...}}``: call the student's function
   (with ``"trace": true``, the reply also holds the call's peak allocated bytes, ``"peak"``:
@@ -384,6 +386,7 @@ class Watch:
                  ("torch/jit/_trace.py", "trace_module"), ("torch/jit/_serialization.py", "load"),
                  ("torch/__init__.py", "compile")}  # fmt: skip
     LAST_PID = "/proc/sys/kernel/ns_last_pid"
+    _audited = frozenset((*SUSPECT, *IN_CALLS, "open"))  # every event audit() looks at
 
     def __init__(
         self, lib: str, fingerprints: dict[str, str] | None = None, own_pids: bool = False
@@ -402,7 +405,9 @@ class Watch:
         self._thread, self._threading = _thread, threading
 
     def audit(self, event: str, args) -> None:
-        if not self.active or self._busy:
+        # First the event's name: the profile hook's own frame and id() reads are audit events
+        # too (millions a call of Python-heavy course_lib code, e.g. training a BPE tokenizer).
+        if event not in self._audited or not self.active or self._busy:
             return
         self._busy = True  # sys._getframe below is audited too
         try:
@@ -692,6 +697,10 @@ def serve(fd_in: int, fd_out: int, shell=None, watch: Watch | None = None) -> No
                     seen = watch.stop() if watching else {}
                 exc = result.error_before_exec or result.error_in_exec
                 send(fd_out, {"error": None if exc is None else _error(exc), **seen})
+            elif op == "warm":  # the course's cached fixtures, called before any student code
+                for spec in request.get("fixtures", []):
+                    _build(str(spec), {})
+                send(fd_out, {"ok": True})
             elif op == "get":
                 ns = shell.user_ns
                 if request["name"] not in ns:

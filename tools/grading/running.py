@@ -13,6 +13,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from tools.notebooks.make_exercises import CODE_STUB
+
 from .course import Course, _course
 from .notebook import NotGradable, parse_notebook, read_submission
 from .plan import plan
@@ -79,6 +81,11 @@ def grade(
     try:
         kernel.request({"op": "ping"})
         lap("start-up")
+        if template.fixtures and any(s.student and CODE_STUB not in s.source for s in steps):
+            kernel.request(
+                {"op": "warm", "fixtures": list(template.fixtures)}
+            )  # no student code yet
+            lap("fixtures")
         for step in steps:
             if step.kind == "run":
                 if step.student:
@@ -157,6 +164,38 @@ def limit_memory(extra_mb: int = WORKER_MEMORY_MB) -> None:
     resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
 
 
+def _one_thread() -> int | None:
+    """torch on one thread in the grader (the notebook's process has one too): a worker's
+    references then compute as the student's code does, and two workers do not fight over the
+    two cores (or fork a parent's thread pool). The previous number, or None without torch."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    return before
+
+
+def precompute(course: Course, paths: list[Path]) -> None:
+    """Call once, before a class is graded, the ``precompute()`` of the checks of every lecture
+    among ``paths`` (its notebooks identified by content, as :func:`grade` does): what every
+    notebook's checks compare with is then computed once, in the grader, and shared by the
+    forked workers. The notebooks themselves are only read here."""
+    done: set = set()
+    for path in paths:
+        try:
+            template = course.identify(parse_notebook(read_submission(path)), path)
+        except Exception:  # not gradable (or a file that breaks the reader): its worker says so
+            continue
+        for function in template.precompute:
+            if function not in done:
+                done.add(function)
+                try:
+                    function()
+                except Exception:  # computed again in each check, which reports the problem
+                    pass
+
+
 def _worker(conn, path: str, options: dict) -> None:
     try:
         if sys.platform == "linux":
@@ -172,6 +211,16 @@ def grade_many(paths: list[Path], jobs: int, **options) -> list[Result]:
     """Grade notebooks in parallel, each in a forked copy of this (already loaded) grader."""
     course = _course()  # loaded before any student code runs; forked children share it
     sandbox_available()
+    threads = _one_thread()
+    try:
+        precompute(course, paths)
+        return _grade_all(course, paths, jobs, **options)
+    finally:
+        if threads is not None:
+            sys.modules["torch"].set_num_threads(threads)
+
+
+def _grade_all(course: Course, paths: list[Path], jobs: int, **options) -> list[Result]:
     if "fork" not in multiprocessing.get_all_start_methods():
         return [grade(p, course=course, **options) for p in paths]
     jobs = max(1, jobs)  # even one at a time, each in a worker of its own (memory-limited)

@@ -155,3 +155,72 @@ def _mean_top_weight(d_k, n_keys, scaled, rng, n_queries=500):
     s = (q @ k.transpose(0, 2, 1))[:, 0] / (np.sqrt(d_k) if scaled else 1.0)
     e = np.exp(s - s.max(-1, keepdims=True))
     return float((e / e.sum(-1, keepdims=True)).max(-1).mean())
+
+
+# -- the closing summaries of the exercise notebooks: ideas, never an exercise's answer -------
+
+# Per exercise, how its answer was once written in a summary (words and formulas); they stay
+# in the solution-only cells of solutions/ (test_the_summary_search_finds_the_old_answers).
+SUMMARY_ANSWERS = {
+    "03_multi_head_attention": {"3.1": ["swap of two axes"]},
+    "04_positional_encoding": {"4.2": ["four diagonal blocks"], "4.3": ["same summary"]},
+    "05_transformer_layer": {"5.4": ["2(4d^2 + 4d)"]},
+    "08_bert": {"8.4": ["fewer input tokens change"]},
+    "10_attention_at_scale": {"10.1": [r"e^{m_\text{old} - m_\text{new}}"]},
+    "11_gpt": {"11.2": ["cross *p*", "crosses *p*"], "11.3": ["2 · layers"]},
+    "12_fine_tuning": {"12.1": ["*real* tokens"], "12.2": [r"\ln c"], "12.3": ["validation data"]},
+    "13_modern_transformer": {"13.3": ["np.repeat", "next to each other"]},
+    "14_assistant": {
+        "14.1": ["up to and including"],
+        "14.2": ["alpha / r"],
+        "14.3": ["log sigmoid"],
+        "14.5": ["d / 2"],
+    },
+    "15_inference": {
+        "15.1": ["max|w| / 127"],
+        "15.3": ["max(0, p - q)"],
+        "15.4": ["2 * kv_heads * head_dim", "kv_lora_rank + qk_rope_head_dim"],
+    },
+    "16_open_models": {"16.2": ["how often each expert is chosen by how probable"]},
+    "17_rl": {"17.2": ["never clipped"], "17.4": ["k-subsets"]},
+    "18_evaluation": {"18.1": ["characters of"], "18.4": ["trailing spaces"]},
+}
+
+# A formula or a code span in a summary with one of these is a rule written out, not an idea.
+OPERATOR = re.compile(r"=|\+|\*|/|\^|\s[<>]\s|\\frac|\\cdot|\\times|\\le|\\ge| - ")
+SPAN = re.compile(r"\$[^$]+\$|`[^`]+`")
+EXERCISE_NOTEBOOKS = sorted((ROOT / "exercises").glob("[0-9][0-9]_*.ipynb"))
+
+
+def _summary(path: Path) -> str:
+    cells = nbformat.read(path, as_version=4).cells
+    found = [c.source for c in cells if c.cell_type == "markdown" and "## Summary" in c.source]
+    assert len(found) == 1, f"{path.name}: {len(found)} summary cells"
+    return found[0]
+
+
+@pytest.mark.parametrize("path", EXERCISE_NOTEBOOKS, ids=lambda p: p.stem)
+def test_exercise_summaries_name_ideas_not_answers(path):
+    summary = re.sub(r"\s+", " ", _summary(path))
+    formulas = [
+        span
+        for span in SPAN.findall(summary)
+        if OPERATOR.search(span) and not re.fullmatch(r"`[\w./-]+\.(ipynb|py)`", span)
+    ]
+    assert not formulas, f"{path.name}: the summary writes out rules: {formulas}"
+    low = summary.lower()
+    for exercise, phrases in SUMMARY_ANSWERS.get(path.stem, {}).items():
+        said = [p for p in phrases if p.lower() in low]
+        assert not said, f"{path.name}: the summary states the answer of {exercise}: {said}"
+
+
+def test_the_summary_search_finds_the_old_answers():
+    """Each phrase of SUMMARY_ANSWERS is in its solutions notebook (a solution-only cell), so
+    the search above would have caught the summaries that stated them."""
+    for stem, answers in SUMMARY_ANSWERS.items():
+        text = re.sub(r"\s+", " ", " ".join(_texts(ROOT / "solutions" / f"{stem}.ipynb")))
+        text = text.lower()
+        for exercise, phrases in answers.items():
+            assert any(p.lower() in text for p in phrases), (stem, exercise)
+    assert OPERATOR.search("`(alpha / r) x A^T B^T`") and OPERATOR.search("`r <= p / q`")
+    assert not OPERATOR.search(r"$\sqrt{d_k}$") and not OPERATOR.search("`<eos>`")

@@ -132,7 +132,8 @@ def test_shipped_assistants_reproduce_their_stored_replies(tok, name):
 
 def test_the_shipped_dpo_settings_follow_the_validation_rule():
     """The DPO checkpoint's settings are the ones tools/training/train_assistant.py's rule picks from its
-    stored validation numbers (never from the held-out sets), among the script's candidates."""
+    stored validation numbers (never from the held-out sets), among the script's candidates, and its
+    pairs are on-policy: the tuned model's own wrong replies."""
     from course_lib.data.instructions import FAMILIES, VALIDATION_PER_FAMILY
     from course_lib.models.assistant import load_assistant
     from tools.training.train_assistant import SETTINGS, choose_dpo
@@ -146,7 +147,18 @@ def test_the_shipped_dpo_settings_follow_the_validation_rule():
     assert meta["dpo"] == SETTINGS["dpo_candidates"][val["chosen"]]
     for t in val["tried"]:
         assert math.isclose(t["accuracy_drop"], val["tuned_accuracy"] - t["accuracy"])
-    # by hand, the rule on three made-up candidates: the largest gain among the acceptable
-    made_up = [{"margin_gain": 9.0, "accuracy_drop": 3.0}, {"margin_gain": 4.0,
-               "accuracy_drop": 0.5}, {"margin_gain": 1.0, "accuracy_drop": 0.0}]  # fmt: skip
+        assert len(t["trajectory"]["chosen"]) == len(t["trajectory"]["rejected"]) == t["steps"]
+    assert meta["pairs"]["pool"] == SETTINGS["dpo_pool"]
+    assert sum(meta["pairs"]["by_family"].values()) == meta["pairs"]["wrong"] > 0
+    for _prompt, chosen, rejected in meta["pairs"]["examples"]:
+        assert chosen != rejected
+    # by hand, the rule on made-up candidates: the highest all-family accuracy among those that
+    # lose at most 1 point of one-answer accuracy; a tie goes to the earlier candidate
+    made_up = [{"accuracy_all": 92.0, "accuracy_drop": 3.0}, {"accuracy_all": 91.0,
+               "accuracy_drop": 0.5}, {"accuracy_all": 90.0, "accuracy_drop": 0.0}]  # fmt: skip
     assert choose_dpo(made_up, SETTINGS) == 1
+    tie = [
+        {"accuracy_all": 91.0, "accuracy_drop": 0.0},
+        {"accuracy_all": 91.0, "accuracy_drop": -1.0},
+    ]
+    assert choose_dpo(tie, SETTINGS) == 0

@@ -1,4 +1,5 @@
-"""The numbers a lecture's Summary states are numbers the lecture printed.
+"""The numbers a lecture's Summary states are numbers the lecture printed (for the lectures in
+``WHOLE_PROSE``, the numbers of every markdown cell).
 
 A summary is where a reader takes a number away, and where prose drifts from its outputs first: a
 checkpoint is retrained, a table changes, and the summary keeps the old figure. So, for lectures
@@ -18,6 +19,7 @@ tables and chapters, and years (1990-2029).
 import json
 import math
 import re
+import sys
 import tomllib
 from pathlib import Path
 
@@ -86,7 +88,7 @@ def backed(value: float, decimals: int, percent: bool, scale: float, printed: li
         candidates.append(value / 100)  # 24 % backed by a printed fraction 0.239
     for target in candidates:
         step = 10.0**-decimals * (target / value if value else 1.0)
-        for v in printed:
+        for v in map(abs, printed):  # "fell by 0.78" is backed by a printed change of -0.78
             if math.isclose(v, target, rel_tol=1e-9, abs_tol=1e-12) or abs(v - target) <= step / 2:
                 return True
     return False
@@ -105,12 +107,24 @@ def summary_cell(path: Path) -> str:
     return summaries[0]
 
 
+# Lectures held to the rule in every markdown cell, not only in the Summary (issue 41).
+WHOLE_PROSE = {"14_assistant"}
+
+
+def prose_of(path: Path) -> str:
+    """The prose the rule reads: the Summary, or every markdown cell of a WHOLE_PROSE lecture."""
+    if path.stem not in WHOLE_PROSE:
+        return summary_cell(path)
+    cells = json.loads(path.read_text())["cells"]
+    return "\n\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+
+
 def unbacked(path: Path) -> list[str]:
     printed = output_numbers(json.loads(path.read_text())["cells"])
     quoted = EXTERNAL.get(path.stem, {})
     return [
         written
-        for written, value, decimals, percent, scale in prose_numbers(summary_cell(path))
+        for written, value, decimals, percent, scale in prose_numbers(prose_of(path))
         if written not in quoted and not backed(value, decimals, percent, scale, printed)
     ]
 
@@ -142,6 +156,7 @@ def test_a_number_is_backed_by_its_rounded_output_and_nothing_else():
     assert not backed(0.9, 1, False, 1e6, [0.9e3])
     assert backed(2550, 0, False, 1.0, [2550.0])
     assert not backed(2551, 0, False, 1.0, [2550.0])
+    assert backed(0.78, 2, False, 1.0, [-0.78])  # a printed change of -0.78: "fell by 0.78"
 
 
 def test_a_less_than_sign_in_printed_text_hides_no_number():
@@ -150,6 +165,21 @@ def test_a_less_than_sign_in_printed_text_hides_no_number():
         {"outputs": [{"text": "card: 40.9\n"}, {"data": {"text/html": "<b>66.3</b>"}}]},
     ]
     assert output_numbers(cells) == [0.0, 40.9, 66.3]
+
+
+def test_a_whole_prose_lecture_is_read_beyond_its_summary(tmp_path, monkeypatch):
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "source": "## 1. Setup\nIt scored 0.81 here."},
+            {"cell_type": "code", "source": "print(0.694)", "outputs": [{"text": "0.694\n"}]},
+            {"cell_type": "markdown", "source": "## Summary\n- We reach 0.69."},
+        ]
+    }
+    path = tmp_path / "14_example.ipynb"
+    path.write_text(json.dumps(nb))
+    assert unbacked(path) == []  # the Summary alone is backed
+    monkeypatch.setattr(sys.modules[__name__], "WHOLE_PROSE", {"14_example"})
+    assert unbacked(path) == ["0.81"]
 
 
 def test_an_unprinted_number_in_a_summary_is_caught(tmp_path):
@@ -201,9 +231,9 @@ def test_every_quoted_figure_is_still_in_its_summary_and_has_a_source():
     for stem, figures in EXTERNAL.items():
         path = ROOT / "notebooks" / f"{stem}.ipynb"
         assert path.exists(), f"external_figures.toml names {stem}, which is not a lecture"
-        written = {w for w, *_ in prose_numbers(summary_cell(path))}
+        written = {w for w, *_ in prose_numbers(prose_of(path))}
         for figure, source in figures.items():
-            assert figure in written, f"{stem}: {figure!r} is listed but no longer in the Summary"
+            assert figure in written, f"{stem}: {figure!r} is listed but no longer in its prose"
             assert len(source.split()) >= 3, (
                 f"{stem}: {figure!r} needs a real source, got {source!r}"
             )

@@ -129,21 +129,9 @@ def render_chat(
             the chat tokens (use :func:`load_chat_tokenizer`).
         ValueError: an empty list or an unknown role.
     """
-    template = check_choice(template, "template", CHAT_TEMPLATES)
-    add_generation_prompt = check_flag(add_generation_prompt, "add_generation_prompt")
+    turns, vocab = _check_render_inputs(messages, tokenizer, add_generation_prompt, template)
     if template == "chatml":
-        return _render_chatml(messages, tokenizer, add_generation_prompt)
-    turns = _check_messages(messages)
-    vocab = getattr(tokenizer, "vocab", None)
-    if (
-        not hasattr(tokenizer, "encode")
-        or not isinstance(vocab, Mapping)
-        or any(t not in vocab for t in (END_OF_TEXT, *CHAT_TOKENS))
-    ):
-        raise TypeError(
-            "tokenizer must know the chat tokens <|endoftext|>, <|user|>, <|assistant|>, "
-            f"<|end|> (use load_chat_tokenizer()), got {type(tokenizer).__name__}"
-        )
+        return _render_chatml(turns, tokenizer, add_generation_prompt)
     ids, mask = [vocab[END_OF_TEXT]], [False]
     for role, content in turns:
         body = tokenizer.encode(" " + content) + [vocab[END_OF_TURN]]
@@ -155,17 +143,41 @@ def render_chat(
     return ids, mask
 
 
-def _render_chatml(
-    messages, tokenizer, add_generation_prompt: bool
-) -> tuple[list[int], list[bool]]:
-    """ChatML as SmolLM2's template writes it (see the module docstring)."""
-    turns = _check_messages(messages, roles=("system", "user", "assistant"))
+def _check_render_inputs(messages, tokenizer, add_generation_prompt, template):
+    """render_chat's door: ``(turns, vocab)``, the messages as ``(role, content)`` pairs and the
+    tokenizer's vocabulary, once the template, the flag, the messages and the tokenizer pass."""
+    template = check_choice(template, "template", CHAT_TEMPLATES)
+    check_flag(add_generation_prompt, "add_generation_prompt")
+    if template == "chatml":
+        turns = _check_messages(messages, roles=("system", "user", "assistant"))
+        vocab = getattr(tokenizer, "vocab", None)
+        if (
+            not hasattr(tokenizer, "encode")
+            or not isinstance(vocab, Mapping)
+            or IM_START not in vocab
+        ):
+            raise TypeError(
+                "tokenizer must know ChatML's <|im_start|> and <|im_end|> (the tokenizer of "
+                f"load_smollm2()), got {type(tokenizer).__name__}"
+            )
+        return turns, vocab
+    turns = _check_messages(messages)
     vocab = getattr(tokenizer, "vocab", None)
-    if not hasattr(tokenizer, "encode") or not isinstance(vocab, Mapping) or IM_START not in vocab:
+    if (
+        not hasattr(tokenizer, "encode")
+        or not isinstance(vocab, Mapping)
+        or any(t not in vocab for t in (END_OF_TEXT, *CHAT_TOKENS))
+    ):
         raise TypeError(
-            "tokenizer must know ChatML's <|im_start|> and <|im_end|> (the tokenizer of "
-            f"load_smollm2()), got {type(tokenizer).__name__}"
+            "tokenizer must know the chat tokens <|endoftext|>, <|user|>, <|assistant|>, "
+            f"<|end|> (use load_chat_tokenizer()), got {type(tokenizer).__name__}"
         )
+    return turns, vocab
+
+
+def _render_chatml(turns, tokenizer, add_generation_prompt: bool) -> tuple[list[int], list[bool]]:
+    """ChatML as SmolLM2's template writes it (see the module docstring), of checked turns."""
+    vocab = tokenizer.vocab
     if turns[0][0] != "system":
         turns = [("system", SMOLLM2_SYSTEM), *turns]
     ids: list[int] = []

@@ -124,6 +124,15 @@ def _check_ids_and_mask(ids, loss_mask) -> None:
         raise ValueError(f"ids must hold at least 2 positions, got {tuple(ids.shape)}")
 
 
+def _check_loss_inputs(model, ids, loss_mask) -> None:
+    """response_loss's door: a language model, ids and mask of one shape, a marked target."""
+    check_module(model)
+    check_context(model)  # a language model, not an encoder's hidden states
+    _check_ids_and_mask(ids, loss_mask)
+    if not loss_mask[:, 1:].any():
+        raise ValueError("loss_mask marks no target token (is there an assistant message?)")
+
+
 def response_loss(model: nn.Module, ids: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy (nats/token) over the tokens where ``loss_mask`` is True only.
 
@@ -131,12 +140,8 @@ def response_loss(model: nn.Module, ids: torch.Tensor, loss_mask: torch.Tensor) 
     ``ids[:, t + 1]``; a target counts if ``loss_mask[:, t + 1]`` is True (the prompt's tokens
     are read but never predicted).
     """
-    check_module(model)
-    check_context(model)  # a language model, not an encoder's hidden states
-    _check_ids_and_mask(ids, loss_mask)
+    _check_loss_inputs(model, ids, loss_mask)
     targets, keep = ids[:, 1:], loss_mask[:, 1:]  # (B, n - 1): the token each position predicts
-    if not keep.any():
-        raise ValueError("loss_mask marks no target token (is there an assistant message?)")
     logits = model(ids[:, :-1])  # (B, n - 1, vocab)
     return F.cross_entropy(logits[keep], targets[keep])  # (tokens, vocab) vs (tokens,)
 
@@ -165,6 +170,17 @@ def sequence_logprobs(model: nn.Module, ids: torch.Tensor, loss_mask: torch.Tens
     return (token_logprobs(model, ids) * loss_mask[:, 1:]).sum(dim=1)
 
 
+def _check_reply_inputs(model, tokenizer, prompts, max_new_tokens, template) -> None:
+    """generate_replies' door: a model, a tokenizer, a list of prompts, a token budget, a known
+    template."""
+    check_module(model)
+    check_type(tokenizer, "tokenizer", BPETokenizer)
+    if isinstance(prompts, str) or not isinstance(prompts, Sequence):
+        raise TypeError(f"prompts must be a list of str, got {type(prompts).__name__}")
+    check_positive_int(max_new_tokens, "max_new_tokens")
+    check_choice(template, "template", CHAT_TEMPLATES)
+
+
 @torch.no_grad()
 def generate_replies(
     model: nn.Module,
@@ -179,12 +195,7 @@ def generate_replies(
     end-of-turn token (``<|end|>``; ChatML's ``<|im_end|>`` with ``template="chatml"``, for
     SmolLM2) or after ``max_new_tokens`` tokens.
     """
-    check_module(model)
-    check_type(tokenizer, "tokenizer", BPETokenizer)
-    if isinstance(prompts, str) or not isinstance(prompts, Sequence):
-        raise TypeError(f"prompts must be a list of str, got {type(prompts).__name__}")
-    max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens")
-    template = check_choice(template, "template", CHAT_TEMPLATES)
+    _check_reply_inputs(model, tokenizer, prompts, max_new_tokens, template)
     end = tokenizer.vocab[IM_END if template == "chatml" else END_OF_TURN]
     rendered = [
         render_chat([{"role": "user", "content": p}], tokenizer, True, template)[0] for p in prompts

@@ -50,28 +50,21 @@ class LoRALinear(nn.Module):
 
     def __init__(self, base: nn.Linear, r: int, alpha: float, dropout: float = 0.0):
         super().__init__()
-        if not isinstance(base, nn.Linear):
-            raise TypeError(f"base must be a torch.nn.Linear, got {type(base).__name__}")
-        r = check_positive_int(r, "r")
-        self.base = base
+        r, alpha, dropout = _check_lora_settings(base, r, alpha, dropout)
+        self.base = base.requires_grad_(False)  # frozen
         self.in_features, self.out_features = base.in_features, base.out_features  # as peft
-        self.r = r
-        self.alpha = check_positive_number(alpha, "alpha")
-        self.scaling = self.alpha / r
-        self.lora_dropout = nn.Dropout(check_dropout(dropout))
+        self.r, self.alpha, self.scaling = r, alpha, alpha / r
+        self.lora_dropout = nn.Dropout(dropout)
         self.lora_A = nn.Linear(base.in_features, r, bias=False)  # kaiming-uniform, as peft
         self.lora_B = nn.Linear(r, base.out_features, bias=False)
+        nn.init.zeros_(self.lora_B.weight)  # the update starts at zero
         self.lora_A.to(base.weight)  # same dtype and device as the frozen weight
         self.lora_B.to(base.weight)
-        nn.init.zeros_(self.lora_B.weight)  # the update starts at zero
-        for p in self.base.parameters():
-            p.requires_grad_(False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_last_dim(x, "x", self.in_features, "in_features", like=self)
-        update = self.lora_B(
-            self.lora_A(self.lora_dropout(x))
-        )  # (..., in) -> (..., r) -> (..., out)
+        # (..., in) -> A -> (..., r) -> B -> (..., out)
+        update = self.lora_B(self.lora_A(self.lora_dropout(x)))
         return self.base(x) + self.scaling * update
 
     @torch.no_grad()
@@ -86,6 +79,15 @@ class LoRALinear(nn.Module):
         if self.base.bias is not None:
             merged.bias.copy_(self.base.bias)
         return merged
+
+
+def _check_lora_settings(base, r, alpha, dropout) -> tuple[int, float, float]:
+    """LoRALinear's door: an ``nn.Linear`` to adapt, ``r >= 1``, ``alpha > 0``, a dropout rate."""
+    if not isinstance(base, nn.Linear):
+        raise TypeError(f"base must be a torch.nn.Linear, got {type(base).__name__}")
+    r = check_positive_int(r, "r")
+    alpha = check_positive_number(alpha, "alpha")
+    return r, alpha, check_dropout(dropout)
 
 
 def trainable_parameter_count(model: nn.Module) -> int:

@@ -32,6 +32,7 @@ from .timing import *  # noqa: F403
 _TORCH_MODULES = (
     "configs",
     "data.chat",
+    "data_parallel",
     "evaluation",
     "inference.quantized_model",
     "inference.speculative",

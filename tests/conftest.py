@@ -10,6 +10,23 @@ from _browser import find_chromium
 
 from course_lib import seed_everything
 
+# `make unit` and `make slow` run `pytest -n 2 --dist loadgroup`: each test file stays on one
+# worker (its module-scoped fixtures are made once), except these, whose tests share no
+# module-scoped fixture and take minutes in all: they are spread test by test over both workers.
+SPREAD = {
+    "test_hidden_seeds.py",
+    "test_exercises.py",
+    "test_exercise_mutations.py",
+    "test_documented_commands.py",
+    "test_quizzes.py",
+}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.name not in SPREAD:
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
+
 
 @pytest.fixture(autouse=True)
 def _seeded():

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from course_lib import configs, evaluation, interop, pretrained, training
+from course_lib import data_parallel as dp
 from course_lib.data import chat
 from course_lib.data import docstrings as ds
 from course_lib.data import instructions as ins
@@ -1289,6 +1290,23 @@ CASES = [
      "name must be one of ['smollm2', 'smollm2_lm_eval'], got 'gpt'"),
     (ev.load_stored_scores, (None,), {}, ValueError, "got None"),
     (ev.load_stored_scores, (1,), {}, ValueError, "got 1"),
+    # data_parallel (lecture 11's section 9; tools/training/distributed.py under torchrun)
+    (dp.shard_batch, (torch.zeros(6, 3), 0, 4), {}, ValueError, "the world size (4 processes) must divide the global batch: batch has 6 rows"),
+    (dp.shard_batch, ("ids", 0, 2), {}, TypeError, "batch must be a tensor or a tuple/list/dict of tensors, got str"),
+    (dp.shard_batch, (torch.zeros(4, 1), 2, 2), {}, ValueError, "rank must be < world_size=2, got 2"),
+    (dp.shard_batch, ((torch.zeros(4, 1), torch.zeros(3, 1)), 0, 2), {}, ValueError, "every tensor of batch must have the same number of rows"),
+    (dp.average_gradients, ("model",), {}, TypeError, "model must be a torch.nn.Module, got str"),
+    (dp.average_gradients, (nn.Linear(2, 2),), {}, RuntimeError, "average_gradients needs torch.distributed's default process group"),
+    (dp.average_gradients, (None,), {}, TypeError, "model must be a torch.nn.Module, got NoneType"),
+    (dp.data_parallel_steps, (nn.Linear(2, 2), "batch", 1, 0, 1), {}, TypeError, "batch_at must be a function step -> (B, n + 1) token ids, got str"),
+    (dp.data_parallel_steps, (nn.Linear(2, 2), dp._batch_at, 0, 0, 1), {}, ValueError, "steps must be >= 1, got 0"),
+    (dp.data_parallel_steps, (nn.Linear(2, 2), dp._batch_at, 1, 0, 0), {}, ValueError, "world_size must be >= 1, got 0"),
+    (dp.compare_data_parallel, (3,), {}, ValueError, "world_size must divide the global batch of 8 rows, got 3"),
+    (dp.compare_data_parallel, (2,), {"steps": 0}, ValueError, "steps must be >= 1, got 0"),
+    (dp.compare_data_parallel, ("2",), {}, TypeError, "world_size must be an integer, got str '2'"),
+    (dp.zero_memory_per_gpu, (7e9, 8, 4), {}, ValueError, "stage must be 0, 1, 2 or 3 (0 = plain data parallelism), got 4"),
+    (dp.zero_memory_per_gpu, (7e9, 0, 1), {}, ValueError, "gpus must be >= 1, got 0"),
+    (dp.zero_memory_per_gpu, (-1, 8, 1), {}, ValueError, "parameters must be a finite number > 0, got -1"),
 ]  # fmt: skip
 
 

@@ -215,6 +215,27 @@ def test_saturation_answer_is_what_a_measurement_gives():
     assert _mean_top_weight(4, False, n_keys=10) < 0.5 < _mean_top_weight(8, False, n_keys=10)
 
 
+@pytest.mark.parametrize("d_k, n_keys, scaled", [(1, 10, False), (8, 100, False),
+                                                 (16, 30, False), (64, 300, True)])  # fmt: skip
+def test_the_checks_sampler_has_the_distribution_of_drawn_vectors(d_k, n_keys, scaled):
+    """The check samples scores as |q| z (|q|^2 chi-squared, z standard normal) instead of
+    drawing q and the keys: the same distribution of the largest weight (two-sample
+    Kolmogorov-Smirnov test against drawn vectors, 4,000 queries each)."""
+    from scipy.stats import ks_2samp
+
+    from course_lib.checks.lecture01 import _top_weights
+
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((4000, 1, d_k))
+    k = rng.standard_normal((4000, n_keys, d_k))
+    drawn = softmax((q @ k.transpose(0, 2, 1))[:, 0] / (np.sqrt(d_k) if scaled else 1.0)).max(-1)
+    sampled = _top_weights(d_k, n_keys, scaled, 4000, (99, d_k))
+    assert ks_2samp(drawn, sampled).pvalue > 0.001
+    # and it can fail: the largest weight of the other case (scaled vs not) is told apart
+    if d_k > 1:
+        assert ks_2samp(drawn, _top_weights(d_k, n_keys, not scaled, 4000, (99, d_k))).pvalue < 1e-6
+
+
 def mean_top_weight(d_k, n_keys, scaled, rng, n_queries=500):  # the solution's measurement
     tops = []
     for start in range(0, n_queries, 100):

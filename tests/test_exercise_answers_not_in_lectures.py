@@ -1,10 +1,12 @@
 """No exercise is answered by a cell of its own lecture.
 
 Every answer block of ``solutions/NN_*.ipynb`` (between ``### BEGIN SOLUTION`` and
-``### END SOLUTION``) is compared with the code cells of ``notebooks/NN_*.ipynb``: lines are
-normalised (comments and all whitespace removed) and only meaningful lines count (at least
-12 characters once normalised, so ``return A @ V`` or ``else:`` do not). An answer fails when
-half or more of its meaningful lines appear in the lecture.
+``### END SOLUTION``) is compared with the code cells of ``notebooks/NN_*.ipynb`` **and their
+stored outputs** (a ``show_source`` listing is an output: lecture 07 once printed 9 of the 10
+lines of exercise 7.3's answer that way): lines are normalised (comments and all whitespace
+removed) and only meaningful lines count (at least 12 characters once normalised, so ``return
+A @ V`` or ``else:`` do not). An answer fails when half or more of its meaningful lines appear
+in the lecture.
 """
 
 from __future__ import annotations
@@ -57,9 +59,23 @@ def answer_blocks(nb) -> list[tuple[str, str]]:
     ]
 
 
+def output_texts(cell) -> list[str]:
+    """The text a code cell shows: printed streams and the plain-text form of its results."""
+    texts = []
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream":
+            texts.append(out.get("text", ""))
+        elif "text/plain" in out.get("data", {}):
+            texts.append(out["data"]["text/plain"])
+    return texts
+
+
 def lecture_lines(lecture: Path) -> set[str]:
+    """The meaningful lines of the lecture's code cells and of everything they print."""
     nb = nbformat.read(lecture, as_version=4)
-    return {ln for c in nb.cells if c.cell_type == "code" for ln in meaningful_lines(c.source)}
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    texts = [c.source for c in code] + [t for c in code for t in output_texts(c)]
+    return {ln for text in texts for ln in meaningful_lines(text)}
 
 
 def overlap(answer: str, lines: set[str]) -> tuple[float, list[str]]:
@@ -68,7 +84,24 @@ def overlap(answer: str, lines: set[str]) -> tuple[float, list[str]]:
     return (len(hits) / len(mine) if mine else 0.0), hits
 
 
-@pytest.mark.parametrize("solution", SOLUTIONS, ids=lambda p: p.stem)
+# Leaks found when the outputs were first read (2026-11-28), left to the lectures' owners: each
+# entry is an expected failure until its lecture stops printing the answer (then delete it).
+KNOWN_LEAKS = {
+    "17_rl": "lecture 17 prints pass_at_k's formula line, half of exercise 17's 2-line answer",
+    "18_evaluation": "lecture 18 prints the two lines of continuation_ids that move the spaces",
+}
+
+
+@pytest.mark.parametrize(
+    "solution",
+    [
+        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_LEAKS[p.stem]))
+        if p.stem in KNOWN_LEAKS
+        else p
+        for p in SOLUTIONS
+    ],
+    ids=lambda p: p.stem,
+)
 def test_no_answer_is_a_cell_of_its_lecture(solution):
     lecture = ROOT / "notebooks" / solution.name
     assert lecture.exists(), f"no lecture for {solution.name}"
@@ -95,6 +128,23 @@ def test_the_comparison_finds_a_lecture_cell_copied_as_an_answer():
     copied = "\n".join("  " + ln.replace("  ", "   ") + "  # my answer" for ln in body.splitlines())
     share, hits = overlap(copied, lecture_lines(lecture))
     assert share >= MAX_SHARE and len(hits) >= 3, (share, hits)
+
+
+def test_the_comparison_reads_the_lecture_outputs():
+    """A lecture that prints an answer (here lecture 07's greedy loop, as ``show_source`` once
+    printed it) is caught although no code cell contains it."""
+    solution = nbformat.read(ROOT / "solutions" / "07_translation.ipynb", as_version=4)
+    first, answer = next(b for b in answer_blocks(solution) if "def greedy" in b[0])
+    listing = nbformat.v4.new_code_cell(
+        "show_source(greedy_decode)",
+        outputs=[
+            nbformat.v4.new_output("execute_result", {"text/plain": answer}, execution_count=1)
+        ],
+    )
+    nb = nbformat.v4.new_notebook(cells=[listing])
+    lines = {ln for t in output_texts(nb.cells[0]) for ln in meaningful_lines(t)}
+    share, hits = overlap(answer, lines)
+    assert share == 1.0 and hits, (first, share)
 
 
 def test_meaningful_lines_ignore_comments_whitespace_and_short_lines():

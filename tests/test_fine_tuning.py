@@ -251,6 +251,20 @@ def test_frozen_pass_equals_one_sentence_at_a_time_in_the_order_given():
         frozen_pass(tokenizer, encoder, texts, top=7)
 
 
+def test_full_fine_tuning_row_is_its_shipped_test_predictions():
+    """Stage 3 (all of MiniLM fine-tuned) ships its test predictions for lecture 12's paired
+    test: the table's accuracy and interval are those of the shipped predictions."""
+    from course_lib.pretrained import load_topic_classifier
+    from tools.training.fine_tune_minilm import FULL
+
+    _, meta = load_topic_classifier()
+    _, y = load_topic_sentences("test")
+    stored = meta["test_predictions"]["full"].numpy()
+    assert stored.shape == y.shape and stored.dtype == np.int8
+    assert np.allclose(meta["table"][FULL]["test"], accuracy_ci(stored == y))
+    assert not np.array_equal(stored, meta["test_predictions"]["budget"].numpy())
+
+
 def test_random_init_control_row_is_its_shipped_predictions_and_its_first_steps_rerun():
     """The table's random-init row: its accuracy and interval are those of the shipped test
     predictions, and the script's stage, rerun for its first steps, gives the same losses."""

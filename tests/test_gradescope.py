@@ -8,8 +8,9 @@ Slow: the zip holds what grading needs and nothing it must not (no solution, no 
 template), byte for byte the same when built again; ``run_autograder`` itself, from the built zip unpacked into a temporary folder laid out as
 Gradescope's (``source/``, ``submission/``, ``results/``), as root (this machine and Gradescope's
 containers), on sample submissions: right (the official solution), wrong (forged outputs),
-broken (not a notebook), malicious (writes results.json itself, reads the solution and the
-checks, leaves a process behind to write results.json later).
+broken (not a notebook), none; and, as root and as a user, malicious (writes results.json
+itself, reads the solution and the checks, leaves a process behind to write results.json
+later).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -279,10 +281,10 @@ def _gradescope_folder(tmp_path: Path, zipped: Path, submission: dict[str, bytes
     return root
 
 
-def run_autograder(root: Path) -> tuple[dict, str]:
+def run_autograder(root: Path, prefix: list[str] | None = None) -> tuple[dict, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable, OMP_NUM_THREADS="1")
-    out = subprocess.run([str(root / "run_autograder")], cwd=root, env=env,
+    out = subprocess.run([*(prefix or []), str(root / "run_autograder")], cwd=root, env=env,
                          capture_output=True, text=True, timeout=600)  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
     return json.loads((root / "results" / "results.json").read_text()), out.stdout
@@ -290,7 +292,7 @@ def run_autograder(root: Path) -> tuple[dict, str]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="Gradescope's containers grade as root")
-def test_run_autograder_on_right_wrong_broken_and_malicious_submissions(tmp_path, zip_01):
+def test_run_autograder_on_right_wrong_and_broken_submissions(tmp_path, zip_01):
     root_nb = json.loads((ROOT / "solutions" / "01_softmax.ipynb").read_text())
     cases = {
         "right": {"01_softmax.ipynb": json.dumps(root_nb).encode()},
@@ -313,18 +315,40 @@ def test_run_autograder_on_right_wrong_broken_and_malicious_submissions(tmp_path
     assert got["broken"]["score"] == 0 and "invalid JSON" in got["broken"]["output"]
     assert got["no notebook"]["score"] == 0 and "01_softmax.py" in got["no notebook"]["output"]
 
-    root = _gradescope_folder(tmp_path / "malicious", zip_01,
-                              {"01_softmax.ipynb": json.dumps(_malicious(tmp_path / "malicious" / "autograder")).encode()})  # fmt: skip
-    data, stdout = run_autograder(root)
-    assert "not host root" in stdout  # graded as root: the notebook ran as a uid of its own
-    time.sleep(3)  # the process it left behind would have written by now
-    after = json.loads((root / "results" / "results.json").read_text())
-    assert after == data, "a student's process wrote results.json"
-    valid(data)
-    assert data["output"] != "forged" and data["score"] < 1000
-    tests = {t["number"]: t for t in data["tests"]}
-    assert tests["1.1"]["score"] == 0, "the notebook read the checks or the solution"
-    assert sorted(p.name for p in (root / "results").iterdir()) == ["results.json"]
+
+MODES = ["root", "user"] if os.geteuid() == 0 else ["user"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+def test_a_malicious_notebook_cannot_write_results_json_nor_read_the_answers(zip_01, mode):
+    """As root (Gradescope's containers, this machine) and as a user (a container run with
+    ``--user``, a laptop): the notebook's writes to results.json, the process it leaves behind
+    and its reads of the checks and the solution all miss."""
+    from test_grading_sandbox import USER_UID, _as_user_prefix
+
+    base = Path(tempfile.mkdtemp(prefix="gradescope-"))
+    try:
+        root = base / "autograder"
+        nb = json.dumps(_malicious(root)).encode()
+        _gradescope_folder(base, zip_01, {"01_softmax.ipynb": nb})
+        (root / "results").mkdir()
+        for folder in (base, root, root / "results"):
+            folder.chmod(0o777)  # the unprivileged grader writes results/ here
+        prefix = _as_user_prefix(USER_UID) if mode == "user" and os.geteuid() == 0 else []
+        data, stdout = run_autograder(root, prefix)
+        assert "note: sandbox:" in stdout, stdout
+        assert ("not host root" in stdout) == (mode == "root"), stdout
+        time.sleep(3)  # the process it left behind would have written by now
+        after = json.loads((root / "results" / "results.json").read_text())
+        assert after == data, "a student's process wrote results.json"
+        valid(data)
+        assert data["output"] != "forged" and data["score"] < 1000
+        tests = {t["number"]: t for t in data["tests"]}
+        assert tests["1.1"]["score"] == 0, "the notebook read the checks or the solution"
+        assert sorted(p.name for p in (root / "results").iterdir()) == ["results.json"]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.mark.slow  # a build, make or a subprocess

@@ -9,6 +9,8 @@ here imports a check.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..positional import positional_encoding
@@ -78,8 +80,10 @@ def mystery_attention(seed: int = 0, layers: int = 2, heads: int = 3, n: int = 1
     return softmax(logits, axis=-1)
 
 
+@functools.lru_cache(maxsize=1)
 def _topic_checkpoint() -> dict:
-    """Lecture 12's checkpoint as saved by ``tools/training/fine_tune_minilm.py`` (``weights_only``)."""
+    """Lecture 12's checkpoint as saved by ``tools/training/fine_tune_minilm.py`` (``weights_only``),
+    read once per process (its callers return copies)."""
     import torch
 
     from ..configs import current_names

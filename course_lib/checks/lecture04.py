@@ -205,8 +205,9 @@ def check_same_for_attention(sentence_a, sentence_b, *, seed: int = 0) -> None:
             ex,
             f"without positions the sentence vectors differ (largest difference "
             f"{np.max(np.abs(va - vb)):.3g} when len(a)={len(a)}, len(b)={len(b)}).",
-            "self-attention without positions sees a sentence as a BAG of words: reorder the "
-            "same words (same words, same counts) and the outputs are only reordered.",
+            "self-attention without positions sees a sentence as a BAG of words: its mean "
+            "output depends only on which words occur and in what proportions (reordering "
+            "the same words is one way to keep both).",
         )
     pa, pb = (_pooled_outputs(s, vocab, True, (43, seed)) for s in (a, b))
     if np.allclose(pa, pb, atol=1e-9):  # pragma: no cover - a reordering always changes them

@@ -231,10 +231,12 @@ def check_kv_cache_numbers(student_fn, *, seed: int = 0) -> None:
         check_prediction(ex, answer, expected,
                          what=f"numbers in the KV cache of {layers} layers, d_model {d}, {heads} "
                          f"heads, for {batch} sequences of {tokens} tokens",
-                         too_low="2 (K and V) x layers x tokens x d_model x sequences: which "
-                         "factor is missing?",
-                         too_high="2 (K and V) x layers x tokens x d_model x sequences: which "
-                         "factor is extra?", hints=mistakes,
+                         too_low="list what the cache keeps: which tensors, in how many "
+                         "layers, for how many positions, how wide, for how many sequences. "
+                         "Which of those did your product leave out?",
+                         too_high="list what the cache keeps: which tensors, in how many "
+                         "layers, for how many positions, how wide, for how many sequences. "
+                         "Which factor of your product is not one of those?", hints=mistakes,
                          not_int="return a Python int: a product of the numbers you are given.")  # fmt: skip
     passed(ex, "the KV cache holds 2 x layers x tokens x d_model numbers per sequence")
 

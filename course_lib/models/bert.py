@@ -166,7 +166,8 @@ _BATCH_KEYS = ("input_ids", "segment_ids", "attention_mask", "mlm_labels", "nsp_
 
 
 def _outputs(model: TinyBert, batch: dict):
-    if not isinstance(model, TinyBert):
+    # a TinyBert, or one in DistributedDataParallel (tools/training/train_tiny_bert.py, torchrun)
+    if not isinstance(getattr(model, "module", model), TinyBert):
         raise TypeError(f"model must be a TinyBert, got {type(model).__name__}")
     if not isinstance(batch, dict):
         raise TypeError(

@@ -12,5 +12,10 @@
 * :mod:`.verdict` — checks called here, the student's function reached through the sandbox;
 * :mod:`.reach` — answers that call their own reference (the "uses course_lib" column);
 * :mod:`.running` — one notebook (:func:`~.running.grade`) and a class in parallel;
-* :mod:`.results` — the result of a notebook, the student's summary and the class CSV.
+* :mod:`.results` — the result of a notebook, the student's summary and the class CSV;
+* :mod:`.shards` — a class in shards on a cluster (``--shard I/N``, ``--shards N``) and their merge
+  (``python -m tools.grade merge``); ``cluster/`` holds a Slurm array script and a Kubernetes
+  Indexed Job;
+* :mod:`.gradescope` — ``make gradescope``: the autograder zip of one exercise notebook and what its
+  ``run_autograder`` runs (``autograder/``), Gradescope's results.json.
 """

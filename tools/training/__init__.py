@@ -5,5 +5,7 @@
   :mod:`.make_benchmark_set` (18);
 * checkpoints: :mod:`.train_tiny_bert` (08), :mod:`.train_mlm_head` (08),
   :mod:`.fine_tune_minilm` (12), :mod:`.train_gpt` (11), :mod:`.modern_ladder` (13),
-  :mod:`.train_assistant` (14), :mod:`.train_rl` (17).
+  :mod:`.train_assistant` (14), :mod:`.train_rl` (17);
+* :mod:`.distributed`: what the training scripts share to run under ``torchrun`` with
+  ``DistributedDataParallel`` (``--device``, each process's rows of the global batch).
 """

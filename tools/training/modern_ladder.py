@@ -3,6 +3,8 @@
     python -m tools.training.modern_ladder                 # writes course_lib/data/modern_ladder.json
                                                   # and course_lib/data/modern_lm.pt
     python -m tools.training.modern_ladder --steps 60 --seeds 0 --out /tmp/ladder.json   # a quick trial
+    torchrun --standalone --nproc_per_node=2 -m tools.training.modern_ladder --steps 60 --seeds 0 \
+        --out /tmp/ladder.json --checkpoint /tmp/modern_lm.pt     # two processes, the same numbers
 
 The ladder (each rung keeps every change above it, so each row differs from the row above in
 exactly one thing):
@@ -44,6 +46,18 @@ from course_lib.data.language_modeling import evaluate_lm, lm_corpus, random_win
 from course_lib.models.ngram import bigram_lm, unigram_lm
 from course_lib.nn import FeedForward, RMSNorm, SwiGLUFeedForward
 from course_lib.training import learning_rate_at, train_step
+from tools.training.distributed import (
+    ONE_PROCESS,
+    Ranks,
+    add_device_argument,
+    check_batch_size,
+    finish,
+    mean_over_ranks,
+    my_rows,
+    start_run,
+    unwrap,
+    wrap,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = ROOT / "course_lib" / "data" / "modern_ladder.json"
@@ -135,32 +149,32 @@ def batch(seed: int, step: int, train_ids: torch.Tensor) -> torch.Tensor:
 
 
 def run(rung: int, seed: int, lr: float = LR, steps: int = STEPS, stop_after: int | None = None,
-        corpus=None) -> tuple[dict, nn.Module]:  # fmt: skip
+        corpus=None, ranks: Ranks = ONE_PROCESS) -> tuple[dict, nn.Module]:  # fmt: skip
     """Train rung ``rung`` with ``seed``; returns its record and the model.
 
     ``stop_after`` stops early but keeps the learning-rate schedule of ``steps`` steps (the test
-    re-runs the first steps of a stored run this way).
+    re-runs the first steps of a stored run this way). ``ranks``: this process's place under
+    torchrun (each process computes its rows of every batch; the record's losses are the whole
+    batch's).
     """
     corpus = corpus or lm_corpus(VOCAB)
     d_ff = matched_d_ff(rung)
     seed_everything(seed, threads=1)
-    model = build(rung, d_ff, corpus.vocab_size)
+    model = wrap(build(rung, d_ff, corpus.vocab_size), ranks)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
-    held = corpus.held_out_ids
-    losses, held_curve = [], [(0, evaluate_lm(model, held, block=CONTEXT))]
+    held = corpus.held_out_ids.to(ranks.device)
+    losses, held_curve = [], [(0, evaluate_lm(unwrap(model), held, block=CONTEXT))]
     start = time.process_time()
     model.train()
     for step in range(steps if stop_after is None else stop_after):
         for group in optimizer.param_groups:
             group["lr"] = learning_rate_at(step, steps, lr, WARMUP, "cosine")
-        losses.append(
-            train_step(
-                model, optimizer, lm_loss, batch(seed, step, corpus.train_ids), 1.0, step=step
-            )
-        )
+        ids = my_rows(batch(seed, step, corpus.train_ids), ranks)
+        loss = train_step(model, optimizer, lm_loss, ids, 1.0, step=step)
+        losses.append(mean_over_ranks(loss, ranks))
         if (step + 1) % EVAL_EVERY == 0:
-            held_curve.append((step + 1, evaluate_lm(model, held, block=CONTEXT)))
+            held_curve.append((step + 1, evaluate_lm(unwrap(model), held, block=CONTEXT)))
     model.eval()
     record = {
         "setting": RUNGS[rung],
@@ -175,7 +189,7 @@ def run(rung: int, seed: int, lr: float = LR, steps: int = STEPS, stop_after: in
         "first_losses": losses[:FIRST],
         "cpu_seconds": round(time.process_time() - start, 1),
     }
-    return record, model
+    return record, unwrap(model)
 
 
 def summarise(runs: list[dict]) -> list[dict]:
@@ -202,7 +216,10 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--out", type=Path, default=TABLE)
     parser.add_argument("--checkpoint", type=Path, default=CHECKPOINT)
+    add_device_argument(parser)
     args = parser.parse_args()
+    ranks = start_run(args.device)
+    check_batch_size(BATCH, ranks, "BATCH (tools/training/modern_ladder.py)")
 
     total = time.process_time()
     corpus = lm_corpus(VOCAB)
@@ -219,8 +236,10 @@ def main() -> None:
     runs = []
     for rung, lr in plan:
         for seed in args.seeds:
-            record, model = run(rung, seed, lr, args.steps, corpus=corpus)
+            record, model = run(rung, seed, lr, args.steps, corpus=corpus, ranks=ranks)
             runs.append(record)
+            if not ranks.is_main:
+                continue
             print(f"{RUNGS[rung]:12s} lr {lr:g} seed {seed}: held-out {record['held_out']:.4f} "
                   f"({record['cpu_seconds']:.0f} CPU-s)", flush=True)  # fmt: skip
             if rung == ROPE and lr == LR and seed == args.seeds[0]:
@@ -252,8 +271,10 @@ def main() -> None:
         "runs": runs,
         "cpu_seconds": round(time.process_time() - total, 1),
     }
-    args.out.write_text(json.dumps(table, indent=1) + "\n")
-    print(f"wrote {args.out} ({table['cpu_seconds']:.0f} CPU-seconds in all)")
+    if ranks.is_main:
+        args.out.write_text(json.dumps(table, indent=1) + "\n")
+        print(f"wrote {args.out} ({table['cpu_seconds']:.0f} CPU-seconds in all)")
+    finish(ranks)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
     python -m tools.training.moe_experiment                 # writes course_lib/data/moe_experiment.json
     python -m tools.training.moe_experiment --steps 40 --seeds 0 --out /tmp/moe.json   # a quick trial
+    torchrun --standalone --nproc_per_node=2 -m tools.training.moe_experiment --steps 40 --seeds 0 \
+        --out /tmp/moe.json                       # two processes (see run() on the auxiliary loss)
 
 Four settings of lecture 13's ModernLM (D = 64, 4 heads, 2 KV heads, 2 layers, tied
 embeddings, a 64-token context, lecture 11's corpus and byte-level BPE of 512 tokens); only the
@@ -40,6 +42,18 @@ from course_lib.configs import MoEConfig
 from course_lib.data.language_modeling import evaluate_lm, lm_corpus, random_windows
 from course_lib.nn import load_balancing_loss
 from course_lib.training import learning_rate_at, train_step
+from tools.training.distributed import (
+    ONE_PROCESS,
+    Ranks,
+    add_device_argument,
+    check_batch_size,
+    finish,
+    mean_over_ranks,
+    my_rows,
+    start_run,
+    unwrap,
+    wrap,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = ROOT / "course_lib" / "data" / "moe_experiment.json"
@@ -113,12 +127,17 @@ def expert_load(model: ModernLM, ids: torch.Tensor) -> list[list[float]]:
 
 
 def run(setting: str, seed: int, steps: int = STEPS, stop_after: int | None = None,
-        corpus=None) -> dict:  # fmt: skip
+        corpus=None, ranks: Ranks = ONE_PROCESS) -> dict:  # fmt: skip
     """Train ``setting`` with ``seed``; returns its record. ``stop_after`` stops early but keeps
-    the learning-rate schedule of ``steps`` steps (the test re-runs the first steps this way)."""
+    the learning-rate schedule of ``steps`` steps (the test re-runs the first steps this way).
+    ``ranks``: this process's place under torchrun (its rows of every batch). The
+    load-balancing loss is a product of two batch means, not a mean over rows: under torchrun
+    each process balances its own rows (as Switch Transformer's implementation does per device),
+    so the MoE settings with the auxiliary loss differ from one process in more than rounding."""
     corpus = corpus or lm_corpus(VOCAB)
     seed_everything(seed, threads=1)
-    model = build(setting, corpus.vocab_size)
+    model = wrap(build(setting, corpus.vocab_size), ranks,
+                 find_unused_parameters=SETTINGS[setting]["moe"])  # fmt: skip
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.0)
     loss_fn = loss_with_aux(SETTINGS[setting]["aux"])
     losses = []
@@ -127,20 +146,22 @@ def run(setting: str, seed: int, steps: int = STEPS, stop_after: int | None = No
     for step in range(steps if stop_after is None else stop_after):
         for group in optimizer.param_groups:
             group["lr"] = learning_rate_at(step, steps, LR, WARMUP, "cosine")
-        ids = batch(seed, step, corpus.train_ids)
-        losses.append(train_step(model, optimizer, loss_fn, ids, 1.0, step=step))
+        ids = my_rows(batch(seed, step, corpus.train_ids), ranks)
+        loss = train_step(model, optimizer, loss_fn, ids, 1.0, step=step)
+        losses.append(mean_over_ranks(loss, ranks))
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     record = {"setting": setting, "seed": seed, "first_losses": losses[:FIRST]}
     if stop_after is not None:
         return record
+    model, held = unwrap(model), corpus.held_out_ids.to(ranks.device)
     record |= {
-        "held_out": evaluate_lm(model, corpus.held_out_ids, block=CONTEXT),
+        "held_out": evaluate_lm(model, held, block=CONTEXT),
         "train_curve": [statistics.fmean(losses[i : i + BLOCK]) for i in range(0, steps, BLOCK)],
         "cpu_ms_per_step": round(1000 * cpu / steps, 2),
         "wall_ms_per_step": round(1000 * wall / steps, 2),
     }
     if model.config.moe is not None:
-        record["expert_load"] = expert_load(model, corpus.held_out_ids)
+        record["expert_load"] = expert_load(model, held)
     return record
 
 
@@ -167,17 +188,21 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS))
     parser.add_argument("--out", type=Path, default=TABLE)
+    add_device_argument(parser)
     args = parser.parse_args()
+    ranks = start_run(args.device)
+    check_batch_size(BATCH, ranks, "BATCH (tools/training/moe_experiment.py)")
 
     total = time.process_time()
     corpus = lm_corpus(VOCAB)
     runs = []
     for seed in args.seeds:
         for setting in args.settings:
-            record = run(setting, seed, args.steps, corpus=corpus)
+            record = run(setting, seed, args.steps, corpus=corpus, ranks=ranks)
             runs.append(record)
-            print(f"{setting:20s} seed {seed}: held-out {record['held_out']:.4f}, "
-                  f"{record['cpu_ms_per_step']:.1f} CPU-ms/step", flush=True)  # fmt: skip
+            if ranks.is_main:
+                print(f"{setting:20s} seed {seed}: held-out {record['held_out']:.4f}, "
+                      f"{record['cpu_ms_per_step']:.1f} CPU-ms/step", flush=True)  # fmt: skip
     table = {
         "about": "lecture 16: dense vs mixture of experts; python -m tools.training.moe_experiment",
         "config": {
@@ -208,8 +233,10 @@ def main() -> None:
         "runs": runs,
         "cpu_seconds": round(time.process_time() - total, 1),
     }
-    args.out.write_text(json.dumps(table, indent=1) + "\n")
-    print(f"wrote {args.out} ({table['cpu_seconds']:.0f} CPU-seconds in all)")
+    if ranks.is_main:
+        args.out.write_text(json.dumps(table, indent=1) + "\n")
+        print(f"wrote {args.out} ({table['cpu_seconds']:.0f} CPU-seconds in all)")
+    finish(ranks)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
     python -m tools.training.train_gpt                          # writes course_lib/data/tiny_gpt.pt
     python -m tools.training.train_gpt --steps 300 --out /tmp/x.pt   # a quick trial
+    torchrun --standalone --nproc_per_node=2 -m tools.training.train_gpt --steps 300 --out /tmp/x.pt
 
 What it does (settings in ``course_lib.configs.TINY_GPT_CONFIG`` / ``TINY_GPT_TRAINING``):
 
@@ -15,7 +16,10 @@ What it does (settings in ``course_lib.configs.TINY_GPT_CONFIG`` / ``TINY_GPT_TR
   kept and saved in float16 (~1.8 MB), with the validation and held-out history.
 
 Deterministic: one thread, fixed seeds and a fixed number of steps, so the same command on the
-same machine gives bit-identical weights (another CPU may change the last bits). The lecture
+same machine gives bit-identical weights (another CPU may change the last bits). Under
+``torchrun`` (``tools/training/distributed.py``) each process takes its rows of the same global
+batch of ``--batch-size`` windows; the model's dropout draws its masks per process, so such a
+run is another draw of the same training, not the shipped bits. The lecture
 loads the result with ``torch.load(..., weights_only=True)`` via
 :func:`course_lib.models.gpt.load_tiny_gpt`.
 """
@@ -43,26 +47,43 @@ from course_lib.data.language_modeling import (
 from course_lib.data.pretraining import split_documents
 from course_lib.models.gpt import GPT, GPT_CHECKPOINT, lm_loss
 from course_lib.training import train
+from tools.training.distributed import (
+    ONE_PROCESS,
+    Ranks,
+    add_device_argument,
+    check_batch_size,
+    finish,
+    mean_over_ranks,
+    my_rows,
+    start_run,
+    unwrap,
+    wrap,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=TINY_GPT_TRAINING.steps)
-    parser.add_argument("--out", type=Path, default=GPT_CHECKPOINT)
-    args = parser.parse_args()
+def train_tiny_gpt(config=TINY_GPT_CONFIG, training=TINY_GPT_TRAINING,
+                   ranks: Ranks = ONE_PROCESS) -> tuple[GPT, dict, list[dict]]:  # fmt: skip
+    """Train ``GPT(config)`` with ``training``'s settings; ``(model, best, history)``.
 
-    cfg = asdict(replace(TINY_GPT_TRAINING, steps=args.steps))
+    Under torchrun each process computes its rows of every global batch; rank 0 evaluates and
+    keeps ``best`` (the validation-best step's row and weights) and ``history`` (empty on the
+    other ranks). The returned model holds the last step's weights.
+    """
+    cfg = asdict(training)
+    check_batch_size(cfg["batch_size"], ranks)
     seed_everything(cfg["seed"], threads=1)
-    corpus = lm_corpus(TINY_GPT_CONFIG.vocab_size)
+    corpus = lm_corpus(config.vocab_size)
     fit_docs, val_docs = split_documents(lm_documents()[0], every=10)
     fit_ids = encode_documents(corpus.tokenizer, fit_docs)
-    val_ids = encode_documents(corpus.tokenizer, val_docs)
-    print(f"tokens: fit {len(fit_ids)}, validation {len(val_ids)}, held-out "
-          f"{len(corpus.held_out_ids)}", flush=True)  # fmt: skip
+    val_ids = encode_documents(corpus.tokenizer, val_docs).to(ranks.device)
+    held_out_ids = corpus.held_out_ids.to(ranks.device)
+    say = print if ranks.is_main else lambda *a, **k: None
+    say(f"tokens: fit {len(fit_ids)}, validation {len(val_ids)}, held-out "
+        f"{len(held_out_ids)}", flush=True)  # fmt: skip
 
-    model = GPT(TINY_GPT_CONFIG)
+    model = wrap(GPT(config), ranks)
     window_gen = torch.Generator().manual_seed(cfg["seed"])
     history: list[dict] = []
     best: dict = {"val_loss": float("inf")}
@@ -70,9 +91,11 @@ def main() -> None:
     start = time.process_time()
 
     def evaluate(step: int) -> None:
-        val = evaluate_lm(model, val_ids)
-        held = evaluate_lm(model, corpus.held_out_ids)
-        n_held = len(corpus.held_out_ids) - 1
+        if not ranks.is_main:
+            return
+        val = evaluate_lm(unwrap(model), val_ids)
+        held = evaluate_lm(unwrap(model), held_out_ids)
+        n_held = len(held_out_ids) - 1
         row = {
             "step": step,
             "train_loss": sum(losses[-100:]) / max(1, len(losses[-100:])),
@@ -84,37 +107,56 @@ def main() -> None:
         history.append(row)
         print({k: round(v, 4) for k, v in row.items()}, flush=True)
         if val < best["val_loss"]:
-            best.update(row, state=copy.deepcopy(model.state_dict()))
+            best.update(row, state=copy.deepcopy(unwrap(model).state_dict()))
         model.train()
 
     def batches(step: int):
         if step and step % cfg["eval_every"] == 0:
             evaluate(step)
-        return random_windows(
-            fit_ids, cfg["batch_size"], TINY_GPT_CONFIG.context_length, window_gen
-        )
+        global_batch = random_windows(fit_ids, cfg["batch_size"], config.context_length,
+                                      window_gen)  # fmt: skip
+        return my_rows(global_batch, ranks)
 
     def loss_fn(model, batch):
         loss = lm_loss(model, batch)
-        losses.append(loss.item())
+        losses.append(mean_over_ranks(loss, ranks))  # the global batch's loss, for the log
         return loss
 
     train(model, batches, loss_fn, steps=cfg["steps"], lr=cfg["lr"], warmup=cfg["warmup"],
           schedule=cfg["schedule"], weight_decay=cfg["weight_decay"], seed=cfg["seed"],
-          desc="tiny GPT")  # fmt: skip
+          progress=ranks.is_main, desc="tiny GPT")  # fmt: skip
     evaluate(cfg["steps"])
-    state = {k: v.half() for k, v in best.pop("state").items() if k != "lm_head.weight"}
-    torch.save(
-        {
-            "config": asdict(TINY_GPT_CONFIG),
-            "training": cfg,
-            "best": best,
-            "history": history,
-            "state_dict": state,
-        },
-        args.out,
-    )
-    print(f"saved {args.out} ({args.out.stat().st_size / 1e6:.2f} MB); best step {best['step']}")
+    return unwrap(model), best, history
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=TINY_GPT_TRAINING.steps)
+    parser.add_argument("--batch-size", type=int, default=TINY_GPT_TRAINING.batch_size,
+                        help="the global batch (split over torchrun's processes)")  # fmt: skip
+    parser.add_argument("--out", type=Path, default=GPT_CHECKPOINT)
+    add_device_argument(parser)
+    args = parser.parse_args()
+    ranks = start_run(args.device)
+    check_batch_size(args.batch_size, ranks)  # before anything slow
+    training = replace(TINY_GPT_TRAINING, steps=args.steps, batch_size=args.batch_size)
+    _, best, history = train_tiny_gpt(TINY_GPT_CONFIG, training, ranks)
+    if ranks.is_main:
+        state = {k: v.half().cpu() for k, v in best.pop("state").items()
+                 if k != "lm_head.weight"}  # fmt: skip
+        torch.save(
+            {
+                "config": asdict(TINY_GPT_CONFIG),
+                "training": asdict(training),
+                "best": best,
+                "history": history,
+                "state_dict": state,
+            },
+            args.out,
+        )
+        print(f"saved {args.out} ({args.out.stat().st_size / 1e6:.2f} MB); best step "
+              f"{best['step']}")  # fmt: skip
+    finish(ranks)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
     python -m tools.training.make_docstring_corpus --mlm /tmp/mlm_corpus.txt
     python -m tools.training.train_mlm_head --corpus /tmp/mlm_corpus.txt   # writes course_lib/data/minilm_mlm_head.pt
+    torchrun --standalone --nproc_per_node=2 -m tools.training.train_mlm_head --corpus /tmp/mlm_corpus.txt
+                      # each process takes its rows of every --batch-size batch (a mean over rows)
 
 What it trains: BERT's MLM head only (:class:`course_lib.models.mlm_head.MlmHead`: dense, GELU,
 LayerNorm, output tied to MiniLM's word embeddings, ~0.2M parameters). The encoder (MiniLM's
@@ -53,6 +55,18 @@ from course_lib import seed_everything
 from course_lib.models.mlm_head import MlmHead
 from course_lib.pretrained import FILL_MASK_PROBES, load_minilm_encoder
 from course_lib.training import learning_rate_at
+from tools.training.distributed import (
+    ONE_PROCESS,
+    Ranks,
+    add_device_argument,
+    check_batch_size,
+    finish,
+    mean_over_ranks,
+    my_rows,
+    start_run,
+    unwrap,
+    wrap,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "course_lib" / "data" / "minilm_mlm_head.pt"
@@ -160,8 +174,8 @@ def evaluate(head, emb, feats, slot, counts, content_ids, standardize=lambda x: 
     head.eval()
     with torch.no_grad():
         for i in range(0, len(feats["y"]), 1024):
-            x = standardize(feats["x"][i : i + 1024, slot].float())
-            top = head(x, emb).topk(5, dim=-1).indices
+            x = standardize(feats["x"][i : i + 1024, slot].float().to(emb.device))
+            top = head(x, emb).topk(5, dim=-1).indices.cpu()
             y = feats["y"][i : i + 1024]
             hit1.append(top[:, 0] == y)
             hit5.append((top == y[:, None]).any(-1))
@@ -181,9 +195,11 @@ def evaluate(head, emb, feats, slot, counts, content_ids, standardize=lambda x: 
     return {**out, "n_tokens": len(y), "n_content": int(c.sum())}
 
 
-def train_head(feats, slot, steps, batch, lr, counts, emb, cfg, rng, log_every=250, evals=()):
+def train_head(feats, slot, steps, batch, lr, counts, emb, cfg, rng, log_every=250, evals=(),
+               ranks: Ranks = ONE_PROCESS):  # fmt: skip
     """Train a fresh head for ``steps`` steps on layer ``slot`` of the cached training features
-    (``counts``: the frequencies of the training targets, the bias's starting point).
+    (``counts``: the frequencies of the training targets, the bias's starting point). Under
+    torchrun each process computes its rows of every batch of ``batch`` masked tokens.
 
     MiniLM's vectors at the masked positions share one large common part (the norm of their
     mean is ~90 % of their norm), so the head trains on *standardised* features (per dimension:
@@ -193,7 +209,7 @@ def train_head(feats, slot, steps, batch, lr, counts, emb, cfg, rng, log_every=2
     """
     x_all, y_all = feats["x"], feats["y"]
     sample = x_all[:: max(1, len(y_all) // 20000), slot].float()
-    mean, std = sample.mean(0), sample.std(0).clamp(min=1e-3)
+    mean, std = sample.mean(0).to(emb.device), sample.std(0).clamp(min=1e-3).to(emb.device)
 
     def standardize(x):
         return (x - mean) / std
@@ -201,23 +217,27 @@ def train_head(feats, slot, steps, batch, lr, counts, emb, cfg, rng, log_every=2
     head = MlmHead(cfg.hidden_size, cfg.vocab_size, cfg.layer_norm_eps)
     with torch.no_grad():  # start the bias at the log unigram frequencies: a sane prior
         head.bias.copy_(torch.log(torch.from_numpy(counts + 1.0) / (counts.sum() + cfg.vocab_size)))
+    head = wrap(head, ranks)
     opt = torch.optim.AdamW(head.parameters(), lr=lr, weight_decay=0.01)
     history, start = [], time.perf_counter()
     for step in range(steps):
         head.train()
         for g in opt.param_groups:
             g["lr"] = learning_rate_at(step, steps, lr, steps // 20)
-        idx = torch.from_numpy(rng.integers(0, len(y_all), batch))
-        loss = F.cross_entropy(head(standardize(x_all[idx, slot].float()), emb), y_all[idx])
+        idx = my_rows(torch.from_numpy(rng.integers(0, len(y_all), batch)), ranks).cpu()
+        x, y = my_rows((x_all[idx, slot].float(), y_all[idx]), Ranks(device=ranks.device))
+        loss = F.cross_entropy(head(standardize(x), emb), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         if (step + 1) % log_every == 0 or step + 1 == steps:
-            row = {"step": step + 1, "loss": round(loss.item(), 3)}
-            for name, (f, c, ids) in evals:
-                row[name] = evaluate(head, emb, f, slot, c, ids, standardize)
+            row = {"step": step + 1, "loss": round(mean_over_ranks(loss, ranks), 3)}
+            for name, (f, c, ids) in evals:  # every process: they all choose the same layer
+                row[name] = evaluate(unwrap(head), emb, f, slot, c, ids, standardize)
             history.append(row)
-            print(f"  {time.perf_counter() - start:.0f}s {row}", flush=True)
+            if ranks.is_main:
+                print(f"  {time.perf_counter() - start:.0f}s {row}", flush=True)
+    head = unwrap(head)
     with torch.no_grad():  # fold the standardisation into the dense layer
         w = head.dense.weight / std  # (H, H): column j divided by std_j
         head.dense.bias -= w @ mean
@@ -234,7 +254,8 @@ def probe_answers(head, layer, tokenizer, encoder):
         where = int((enc["input_ids"][0] == tokenizer.mask_token_id).nonzero()[0, 0])
         with torch.no_grad():
             h = encoder(enc["input_ids"]).hidden_states[layer][0, where]
-            top = head(h, encoder.word_embeddings.weight).topk(5).indices
+            emb = encoder.word_embeddings.weight
+            top = head(h.to(emb.device), emb).topk(5).indices
         words = tokenizer.convert_ids_to_tokens(top.tolist())
         out.append({"text": text, "top5": words, "hit": any(w in ok for w in words)})
     return out
@@ -255,7 +276,11 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=48)
     parser.add_argument("--cache", type=Path, default=None, help="feature cache (not the repo)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    add_device_argument(parser)
     args = parser.parse_args()
+    ranks = start_run(args.device)
+    check_batch_size(args.batch_size, ranks)
+    say = print if ranks.is_main else lambda *a, **k: None
 
     rng = seed_everything(0, threads=1)
     tokenizer, encoder = load_minilm_encoder()
@@ -265,7 +290,7 @@ def main() -> None:
     text = {"train": [], "validation": [], "test": []}
     for name, sentences in docs:
         text[split_of(name)] += [s for s in sentences if s.lower() not in probes]
-    print({k: len(v) for k, v in text.items()}, "sentences", flush=True)
+    say({k: len(v) for k, v in text.items()}, "sentences", flush=True)
 
     key = hashlib.sha256(
         args.corpus.read_bytes() + repr((args.layers, args.copies, args.max_length)).encode()
@@ -274,7 +299,7 @@ def main() -> None:
     cpu0 = time.process_time()
     if cache.exists() and torch.load(cache, weights_only=True)["key"] == key:
         feats = torch.load(cache, weights_only=True)["feats"]
-        print(f"features from {cache}", flush=True)
+        say(f"features from {cache}", flush=True)
     else:
         feat_rng = np.random.default_rng(1234)
         feats = {
@@ -282,10 +307,11 @@ def main() -> None:
                              tokenizer, encoder, args.layers, args.max_length, feat_rng)
             for split in ("train", "validation", "test")
         }  # fmt: skip
-        torch.save({"key": key, "feats": feats}, cache)
-        print(f"features cached in {cache}", flush=True)
+        if ranks.is_main:  # every process computed the same features; one writes them
+            torch.save({"key": key, "feats": feats}, cache)
+        say(f"features cached in {cache}", flush=True)
     feature_cpu = time.process_time() - cpu0
-    print({k: len(v["y"]) for k, v in feats.items()}, "masked tokens;",
+    say({k: len(v["y"]) for k, v in feats.items()}, "masked tokens;",
           f"{feature_cpu:.0f} CPU s", flush=True)  # fmt: skip
 
     # Baseline and bias prior: token frequencies of the training sentences (targets of MLM).
@@ -294,7 +320,7 @@ def main() -> None:
     content_ids = np.array(
         [float(t.isalpha() and len(t) >= 3 and t not in STOP_WORDS) for t in vocab], dtype=float
     )
-    emb = encoder.word_embeddings.weight.detach()  # frozen, tied output matrix
+    emb = encoder.word_embeddings.weight.detach().to(ranks.device)  # frozen, tied output matrix
     train = feats["train"]
     if args.targets == "content":  # fill_mask is asked for words of meaning, not for "the" or "."
         keep = train["content"]
@@ -305,25 +331,25 @@ def main() -> None:
     # 1. Which layer's features? A short head on each, judged on validation.
     sweep, cpu1 = [], time.process_time()
     for slot, layer in enumerate(args.layers):
-        print(f"layer {layer}", flush=True)
+        say(f"layer {layer}", flush=True)
         _, hist = train_head(train, slot, args.sweep_steps, args.batch_size, args.lr,
                              train_counts, emb, cfg, np.random.default_rng(slot),
-                             args.sweep_steps, evals_val)  # fmt: skip
+                             args.sweep_steps, evals_val, ranks)  # fmt: skip
         sweep.append({"layer": layer, **hist[-1]["validation"]})
     best = max(sweep, key=lambda r: (r["content_top5"], r["top5"]))
     slot, layer = args.layers.index(best["layer"]), best["layer"]
     sweep_cpu = time.process_time() - cpu1
-    print(f"best layer {layer} ({sweep_cpu:.0f} CPU s for the sweep)", flush=True)
+    say(f"best layer {layer} ({sweep_cpu:.0f} CPU s for the sweep)", flush=True)
 
     # 2. The final head on that layer; test measured along the way (reported, never chosen on).
     cpu2 = time.process_time()
     evals = evals_val + [("test", (feats["test"], counts, content_ids))]
     head, history = train_head(train, slot, args.steps, args.batch_size, args.lr,
-                               train_counts, emb, cfg, rng, 500, evals)  # fmt: skip
+                               train_counts, emb, cfg, rng, 500, evals, ranks)  # fmt: skip
     train_cpu = time.process_time() - cpu2
     probes_out = probe_answers(head, layer, tokenizer, encoder)
     for p in probes_out:
-        print(p, flush=True)
+        say(p, flush=True)
 
     ckpt = {
         "head": {k: v.detach().half() for k, v in head.state_dict().items()},
@@ -343,9 +369,11 @@ def main() -> None:
     }
     ckpt["training"]["corpus"] = "python -m tools.training.make_docstring_corpus --mlm"
     ckpt["training"].pop("cache")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(ckpt, args.out)
-    print(f"saved {args.out}")
+    if ranks.is_main:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(ckpt, args.out)
+        print(f"saved {args.out}")
+    finish(ranks)
 
 
 if __name__ == "__main__":

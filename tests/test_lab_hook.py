@@ -44,3 +44,41 @@ def test_the_private_config_registers_the_hook_and_the_settings():
         assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
     finally:
         shutil.rmtree(folder)
+
+
+def test_notebooks_are_served_with_the_kernels_python_version_and_saved_without():
+    """An unrun lecture opens without the unsaved dot: JupyterLab finds the version its kernel
+    reports already there (tools/dev/lab_contents.py); the pre-save hook takes it out again."""
+    from tools.dev.lab_contents import with_kernel_version
+
+    content = {"cells": [], "metadata": {"language_info": dict(LANGUAGE_INFO)},
+               "nbformat": 4, "nbformat_minor": 5}  # fmt: skip
+    model = {"type": "notebook", "content": content}
+    with_kernel_version(model, "3.11.7")
+    assert model["content"]["metadata"]["language_info"] == dict(LANGUAGE_INFO, version="3.11.7")
+    with_kernel_version(model, "3.12.0")  # a version the file has is kept
+    assert model["content"]["metadata"]["language_info"]["version"] == "3.11.7"
+    lab.pre_save(model=model, path="notebooks/01_softmax.ipynb")
+    assert model["content"]["metadata"]["language_info"] == LANGUAGE_INFO
+    for other in (
+        {"type": "file", "content": "text"},
+        {"type": "notebook", "content": None},  # listed without content
+        {"type": "notebook", "content": {"metadata": {"language_info": {"name": "R"}}}},
+    ):
+        before = copy.deepcopy(other)
+        assert with_kernel_version(other) == before
+
+
+def test_the_private_config_serves_notebooks_with_the_course_contents_manager():
+    folder = lab.private_config_dir()
+    try:
+        server = json.loads((folder / "jupyter_server_config.json").read_text())
+        name = server["ServerApp"]["contents_manager_class"]
+        module, _, cls = name.rpartition(".")
+        from importlib import import_module
+
+        from jupyter_server.services.contents.manager import AsyncContentsManager
+
+        assert issubclass(getattr(import_module(module), cls), AsyncContentsManager)
+    finally:
+        shutil.rmtree(folder)

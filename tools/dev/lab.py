@@ -11,8 +11,9 @@
   a default setting in a private, temporary config folder; your own settings still win).
 - Opening a lecture does not change it: JupyterLab writes the kernel's metadata into every
   notebook it opens, and the lectures are stored in that form (``tools/notebooks/nbbuild.py``), except the
-  kernel's exact Python version, which this server does not save (:func:`pre_save`). So after
-  opening (unrun) a lecture, ``git status`` stays clean.
+  kernel's exact Python version, which this server does not save (:func:`pre_save`) and adds
+  when it serves a notebook (``tools/dev/lab_contents.py``). So after opening (unrun) a lecture,
+  ``git status`` stays clean and its tab shows no unsaved dot.
 - No "Jupyter news" notification and no update check (the course pins its JupyterLab).
 - Ctrl-C twice (or Ctrl-C and ``y``) stops the server, as usual for Jupyter.
 """
@@ -43,8 +44,13 @@ SETTING_OVERRIDES = {
     "@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"markdown": "Markdown Preview"}},
     "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
 }
-# The server's side: the hook below runs before every save.
-SERVER_CONFIG = {"ContentsManager": {"pre_save_hook": "tools.dev.lab.pre_save"}}
+# The server's side: the hook below runs before every save; notebooks are served with the
+# kernel's Python version, so that an unrun lecture opens without the unsaved dot
+# (tools/dev/lab_contents.py).
+SERVER_CONFIG = {
+    "ContentsManager": {"pre_save_hook": "tools.dev.lab.pre_save"},
+    "ServerApp": {"contents_manager_class": "tools.dev.lab_contents.CourseContentsManager"},
+}
 
 
 def pre_save(model: dict, path: str, **kwargs) -> None:

@@ -177,7 +177,8 @@ SUMMARY_ANSWERS = {
         "14.5": ["d / 2"],
     },
     "15_inference": {
-        "15.1": ["max|w| / 127"],
+        "15.1": ["(hi - lo) / 255"],
+        "15.2": ["d * (v - 16)"],
         "15.3": ["max(0, p - q)"],
         "15.4": ["2 * kv_heads * head_dim", "kv_lora_rank + qk_rope_head_dim"],
     },

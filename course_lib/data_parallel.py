@@ -111,8 +111,15 @@ def average_gradients(model: nn.Module) -> None:
             p.grad /= world_size  # the sum -> the mean
 
 
-def data_parallel_steps(model: nn.Module, batch_at: Callable[[int], torch.Tensor], steps: int, rank: int, world_size: int,
-                        by_hand: bool = True, lr: float = 1e-3) -> nn.Module:  # fmt: skip
+def data_parallel_steps(
+    model: nn.Module,
+    batch_at: Callable[[int], torch.Tensor],
+    steps: int,
+    rank: int,
+    world_size: int,
+    by_hand: bool = True,
+    lr: float = 1e-3,
+) -> nn.Module:
     """``steps`` AdamW steps of language modelling on this process's rows of ``batch_at(step)``.
 
     ``batch_at(step)``: the global batch of token ids ``(B, n + 1)``, the same on every process.

@@ -211,3 +211,116 @@ def test_the_site_links_the_browser_edition_where_it_has_the_lecture(tmp_path):
     (tmp_path / "lite" / "lab").mkdir(parents=True)
     (tmp_path / "lite" / "lab" / "index.html").write_text("")
     assert rewrite_links(page, *args) == page and not broken
+
+
+def _run_first_cell(source: str, install) -> tuple[str, BaseException | None]:
+    """Run the browser edition's first cell under CPython, with ``install`` as piplite's."""
+    import asyncio
+    import contextlib
+    import io
+    import types
+
+    fake = types.ModuleType("piplite")
+    fake.install = install
+    code = compile(source, "<first cell>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    out, error = io.StringIO(), None
+    saved = sys.modules.get("piplite")
+    sys.modules["piplite"] = fake
+    try:
+        with contextlib.redirect_stdout(out):
+            result = eval(code, {})  # a coroutine, since the cell awaits
+            if result is not None:
+                asyncio.run(result)
+    except Exception as err:  # the cell's own error, as the notebook would show it
+        error = err
+    finally:
+        sys.modules.pop("piplite")
+        if saved is not None:
+            sys.modules["piplite"] = saved
+    return out.getvalue(), error
+
+
+def test_the_first_cell_says_plainly_what_did_not_load_and_why():
+    """Offline or with the CDN blocked, piplite may report success while numpy did not load:
+    the first cell imports each module itself and names what failed, with the reason."""
+    from tools.site.build_lite import FIRST_CELL
+
+    async def installs(packages):
+        return None
+
+    async def fails(packages):
+        raise ValueError("Can't fetch metadata for 'numpy'")
+
+    ok = FIRST_CELL.format(packages=["course_lib", "numpy"], modules=["course_lib", "numpy"])
+    out, error = _run_first_cell(ok, installs)
+    assert error is None and out == "Ready: course_lib, numpy loaded.\n"
+    gone = FIRST_CELL.format(packages=["numpy"], modules=["numpy", "no_such_module_here"])
+    for install in (installs, fails):  # piplite quiet, or piplite failing
+        out, error = _run_first_cell(gone, install)
+        assert isinstance(error, RuntimeError), (out, error)
+        message = str(error)
+        assert "could not load no_such_module_here (ModuleNotFoundError" in message
+        assert "numpy (" not in message  # numpy loaded: not listed
+        assert "cdn.jsdelivr.net" in message and "offline" in message and "make lab" in message
+    out, _ = _run_first_cell(gone, fails)
+    assert "piplite.install reported: ValueError: Can't fetch metadata" in out
+
+
+def test_every_page_of_the_browser_edition_gets_the_notices(tmp_path):
+    from tools.site.build_lite import NOTICE_ID, add_notices
+
+    (tmp_path / "lab").mkdir()
+    page = "<!doctype html><html><head><title>JupyterLite</title></head><body></body></html>"
+    (tmp_path / "lab" / "index.html").write_text(page)
+    (tmp_path / "index.html").write_text(page)
+    assert len(add_notices(tmp_path)) == 2 and add_notices(tmp_path) == []  # once
+    text = (tmp_path / "lab" / "index.html").read_text()
+    assert text.startswith("<!doctype html><html><head><script>") and NOTICE_ID in text
+    assert 'location.protocol === "file:"' in text and "python -m http.server" in text
+
+
+@pytest.mark.slow  # the lite build, an HTTP server and Chromium
+def test_the_browser_edition_says_what_is_wrong_offline_and_from_disk(lite_site, chromium):
+    """With the network off (no CDN, so no Pyodide), a lecture opened over HTTP gets a
+    page-level notice once its kernel has not started within the timeout; the site opened from
+    disk (file://) shows how to serve it instead of a blank page."""
+    import contextlib
+    import socket
+    import time
+
+    from _browser import Browser
+
+    from tools.site.build_lite import NOTICE_ID
+
+    out, _ = lite_site
+    notice_js = f"(document.getElementById({NOTICE_ID!r}) || {{}}).innerText || ''"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "-d", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        stack.callback(server.wait, 10)
+        stack.callback(server.terminate)
+        browser = stack.enter_context(Browser(chromium, timeout=120))
+        browser.navigate((out / "lab" / "index.html").as_uri())
+        text = browser.wait_for(lambda: browser.evaluate(notice_js), 30, "the file:// notice")
+        assert "served over HTTP" in text and "python -m http.server" in text, text
+        url = f"http://127.0.0.1:{port}/lab/index.html?path=notebooks/01_softmax.ipynb"
+        browser.navigate(url + "&course-kernel-timeout=5")
+        started = time.monotonic()
+        browser.wait_for(
+            lambda: browser.evaluate("!!document.querySelector('.jp-NotebookPanel')"),
+            120,
+            "the lecture to open",
+        )
+        text = browser.wait_for(lambda: browser.evaluate(notice_js), 120, "the kernel notice")
+        print(f"notice after {time.monotonic() - started:.0f} s: {text[:80]}")
+        assert "Python has not started after 5 s" in text and "cdn.jsdelivr.net" in text, text
+        status = browser.evaluate(
+            "(document.querySelector('.jp-Notebook-ExecutionIndicator') || {getAttribute: "
+            "() => null}).getAttribute('data-status')"
+        )
+        assert status not in ("idle", "busy"), status  # the kernel really had not started

@@ -9,6 +9,11 @@ its ``.pt`` checkpoints, which only the torch half reads) and of the pure-Python
 lectures import that Pyodide lacks (:data:`PURE_WHEELS`, at requirements.txt's pins). Each
 notebook's Colab cell becomes a cell that installs them from the site with ``piplite``; cells that
 start ``# needs: torch`` print a one-line note instead of running (``course_lib._optional``).
+The first cell then imports every module the notebook needs and, if one did not load, says
+which and why (the CDN unreachable) instead of leaving a bare ``ModuleNotFoundError`` to the next
+cell. Every page gets :data:`NOTICE_SCRIPT`: opened from disk (``file://``, where browsers block
+JupyterLite's module scripts) it says how to serve the site; over HTTP, a notice appears when a
+notebook's kernel has not started within :data:`KERNEL_TIMEOUT_S` seconds.
 
 Built offline from pinned PyPI packages (``jupyterlite-core``, ``jupyterlite-pyodide-kernel``);
 the wheels are fetched once with pip into ``build/lite-cache/``. The built site itself loads
@@ -55,13 +60,96 @@ DATA = ("benchmarks/results/attention.csv", "benchmarks/results/attention.json")
 #: carries pyodide-lock.json, the list of packages Pyodide ships
 PYODIDE_NPM = ("pyodide", "314.0.6", "sha512-BKDTJyIqFxC4BExLqeRS3f5xvXZIjOt8C3zGLN/Cc7tFxSwvKVhVkchQQ2AGLOtR4YrVOIFxbV8poyDOOmWwxQ==")  # fmt: skip
 FIRST_CELL = """\
-# The browser edition (JupyterLite): install the course library from this site first.
+# The browser edition (JupyterLite): install the course library from this site first, then
+# check that everything the lecture imports has loaded, and say plainly what has not.
+import importlib
+
 import piplite
 
-await piplite.install({packages!r})"""
+modules = {modules!r}
+try:
+    await piplite.install({packages!r})
+except Exception as err:  # any failure is reported below, module by module
+    print(f"piplite.install reported: {{type(err).__name__}}: {{err}}")
+missing = []
+for module in modules:
+    try:
+        importlib.import_module(module)
+    except Exception as err:
+        missing.append(f"{{module}} ({{type(err).__name__}}: {{err}})")
+if missing:
+    raise RuntimeError(
+        "the browser edition could not load " + ", ".join(missing) + ". Pyodide (Python in "
+        "the browser) loads numpy, matplotlib and its other packages from the jsDelivr CDN "
+        "(cdn.jsdelivr.net): offline, or behind a network filter that blocks that site, they "
+        "cannot load. Reload the page once online, or use the course in JupyterLab "
+        "(make lab), on Binder or on Colab."
+    ) from None
+print("Ready: " + ", ".join(modules) + " loaded.")"""
+# A classic script in the head of every page of the browser edition: a notice instead of a
+# blank page on file:// (browsers block the module scripts JupyterLite is made of), and a
+# notice when a notebook's kernel has not started within a timeout (Pyodide comes from a CDN).
+NOTICE_ID = "course-lite-notice"
+KERNEL_TIMEOUT_S = 90  # ?course-kernel-timeout=SECONDS overrides it (tests)
+NOTICE_SCRIPT = """<script>/* attention-course: tools/site/build_lite.py */
+(function () {
+  "use strict";
+  function notice(html) {
+    function show() {
+      var box = document.getElementById("%(id)s");
+      if (!box) {
+        box = document.createElement("div");
+        box.id = "%(id)s";
+        box.setAttribute("role", "alert");
+        box.style.cssText = "position:fixed;top:0;left:0;right:0;z-index:100000;" +
+          "padding:12px 18px;background:#fff6e0;border-bottom:3px solid #e0a000;" +
+          "font:16px/1.4 system-ui,sans-serif;color:#222";
+        document.body.appendChild(box);
+      }
+      box.innerHTML = html;
+    }
+    if (document.body) show(); else document.addEventListener("DOMContentLoaded", show);
+  }
+  if (location.protocol === "file:") {
+    notice("<b>The browser edition must be served over HTTP.</b> Opened from disk, the " +
+      "browser blocks the scripts it is made of. In the course folder run " +
+      "<code>python -m http.server -d build/site</code> (or <code>-d build/lite</code> after " +
+      "<code>make lite</code>) and open <code>http://localhost:8000/lite/lab/index.html</code> " +
+      "(<code>/lab/index.html</code> for build/lite).");
+    return;
+  }
+  var param = new URLSearchParams(location.search).get("course-kernel-timeout");
+  var timeout = 1000 * (parseFloat(param) || %(timeout)d), since = null, shown = false;
+  setInterval(function () {  // (the indicator says "idle" for a moment before the kernel exists)
+    var status = document.querySelector(".jp-NotebookPanel:not(.lm-mod-hidden) " +
+      ".jp-Notebook-ExecutionIndicator");
+    var state = status && status.getAttribute("data-status");
+    if (!status || state === "idle" || state === "busy") {
+      since = null;
+      var box = document.getElementById("%(id)s");
+      if (box && shown) box.remove();
+      shown = false;
+      return;
+    }
+    since = since || Date.now();
+    if (!shown && Date.now() - since > timeout) {
+      shown = true;
+      notice("<b>Python has not started after " + Math.round(timeout / 1000) + " s.</b> " +
+        "The browser edition runs Python in your browser with Pyodide, which it loads from " +
+        "the jsDelivr CDN (cdn.jsdelivr.net: about 13 MB, then numpy and matplotlib). " +
+        "Offline, or behind a network filter that blocks that site, it cannot start. " +
+        "Reload once online, or use the course in JupyterLab (<code>make lab</code>), on " +
+        "Binder or on Colab; the course site shows every lecture with its outputs. (On a " +
+        "slow connection, wait: this notice goes away when Python starts.)");
+    }
+  }, 1000);
+})();
+</script>"""
+
 
 __all__ = [
     "LECTURES",
+    "NOTICE_SCRIPT",
     "PURE_WHEELS",
     "browser_notebook",
     "build_lite",
@@ -201,11 +289,26 @@ def browser_notebook(path: Path, lock: dict) -> nbformat.NotebookNode:
     colab = next(c for c in nb.cells if c.cell_type == "code")
     if "google.colab" not in colab.source:
         raise ValueError(f"{path.name}: the first code cell is not the Colab cell")
-    colab.source = FIRST_CELL.format(packages=_distributions(browser_imports(nb), lock))
+    modules = browser_imports(nb)
+    checked = ["course_lib", *sorted(modules - set(sys.stdlib_module_names) - {"course_lib"})]
+    colab.source = FIRST_CELL.format(packages=_distributions(modules, lock), modules=checked)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     return nb
+
+
+def add_notices(out: Path) -> list[Path]:
+    """Put :data:`NOTICE_SCRIPT` at the top of the ``<head>`` of every HTML page of the built
+    site (``index.html`` of each JupyterLite app); returns the pages changed."""
+    script = NOTICE_SCRIPT % {"id": NOTICE_ID, "timeout": KERNEL_TIMEOUT_S}
+    changed = []
+    for page in sorted(Path(out).rglob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        if "<head>" in text and NOTICE_ID not in text:
+            page.write_text(text.replace("<head>", "<head>" + script, 1), encoding="utf-8")
+            changed.append(page)
+    return changed
 
 
 def build_lite(out: Path, log=print) -> dict:
@@ -237,6 +340,7 @@ def build_lite(out: Path, log=print) -> dict:
         )
         if done.returncode != 0:
             raise RuntimeError(f"jupyter lite build failed:\n{done.stdout[-3000:]}{done.stderr}")
+    add_notices(out)
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     seconds = time.perf_counter() - start
     log(f"built {out} in {seconds:.0f} s: {size / 2**20:.1f} MiB")

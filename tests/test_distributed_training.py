@@ -18,9 +18,18 @@ from pathlib import Path
 import pytest
 import torch
 
-from course_lib.configs import GPTConfig, TrainingConfig
+from course_lib.configs import TINY_GPT_CONFIG, BertEncoderConfig, GPTConfig, TrainingConfig
 from course_lib.data_parallel import shard_batch
-from tools.training import distributed, modern_ladder, moe_experiment, train_gpt, train_tiny_bert
+from tools.training import (
+    distributed,
+    fine_tune_minilm,
+    modern_ladder,
+    moe_experiment,
+    train_assistant,
+    train_gpt,
+    train_rl,
+    train_tiny_bert,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 3
@@ -53,8 +62,75 @@ def _bert(ranks):  # the MLM loss: a mean over masked tokens, whose number diffe
     return model, []
 
 
+def _chat_gpt():
+    from course_lib.data.chat import load_chat_tokenizer
+
+    tok = load_chat_tokenizer()
+    config = GPTConfig(vocab_size=len(tok), context_length=TINY_GPT_CONFIG.context_length,
+                       d_model=32, num_heads=2, num_layers=1)  # fmt: skip
+    torch.manual_seed(0)
+    return tok, train_gpt.GPT(config)
+
+
+def _assistant(ranks):  # SFT (a mean over reply tokens), then DPO + NLL with LoRA adapters
+    from course_lib.data.instructions import preference_pair, training_instructions
+
+    tok, model = _chat_gpt()
+    cfg = dict(train_assistant.SETTINGS, batch_size=4, dpo_pairs=4)
+    log, _ = train_assistant.sft(model, tok, STEPS, 2e-3, cfg, "SFT", ranks)
+    triples = [(x, *preference_pair(x)) for x in training_instructions(8, 1)]
+    candidate = {"lr": 1e-3, "beta": 0.1, "nll": 1.0, "steps": STEPS}
+    policy, _, _, trajectory = train_assistant.train_dpo(model, tok, cfg, candidate, triples, ranks)
+    return policy, trajectory["chosen"] + trajectory["rejected"]
+
+
+def _rl(ranks):  # GRPO (DAPO loss) on lecture 14's tuned model: rewards that vary in a group
+    from course_lib.data.chat import load_chat_tokenizer
+    from course_lib.models.assistant import load_assistant
+    from course_lib.models.rl import exact_match_rewards
+
+    tuned, _ = load_assistant("tuned")
+    cfg = dict(train_rl.SETTINGS, prompts_per_rollout=2, group_size=4, max_new_tokens=24,
+               hacking_steps=0)  # fmt: skip
+    policy, log = train_rl.run_grpo(tuned, load_chat_tokenizer(), cfg, 1e-3, "all", STEPS,
+                                    exact_match_rewards, ranks)  # fmt: skip
+    return policy, log.rewards
+
+
+TINY_ENCODER = BertEncoderConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                 intermediate_size=64, hidden_dropout_prob=0.0)  # fmt: skip
+
+
+def _minilm_full(ranks):  # every layer + head on [CLS], batches encoded then split by rows
+    from course_lib.data.docstrings import load_topic_sentences
+    from course_lib.pretrained import load_minilm
+
+    tokenizer = load_minilm()[0]
+    budget = load_topic_sentences("train", per_topic=2)
+    got = fine_tune_minilm.fine_tune_full(
+        tokenizer, lambda: fine_tune_minilm.random_encoder(TINY_ENCODER), None, budget, budget,
+        budget, [1e-3], None, 1, 4, first_steps=STEPS, stop=True, ranks=ranks, head_dropout=0.0,
+    )  # fmt: skip
+    return torch.nn.ModuleList(got["modules"]), got["first_losses"]
+
+
+def _minilm_top(ranks):  # the top layer + head on cached states (course_lib.fine_tune's rows)
+    from course_lib.models.bert_encoder import BertEncoder
+
+    torch.manual_seed(0)
+    encoder = BertEncoder(TINY_ENCODER)
+    g = torch.Generator().manual_seed(1)
+    states = [torch.randn(int(n), 32, generator=g) for n in torch.randint(3, 9, (12,), generator=g)]
+    labels = torch.arange(12) % 6
+    best, _ = fine_tune_minilm.fine_tune_top(encoder, states, labels, states[:6],
+                                             labels[:6].numpy(), 1e-3, 1e-2, 1, 4, ranks,
+                                             head_dropout=0.0)  # fmt: skip
+    return best["model"], []
+
+
 RUNS = {"train_gpt": _gpt, "modern_ladder": _ladder, "moe_experiment": _moe,
-        "train_tiny_bert": _bert}  # fmt: skip
+        "train_tiny_bert": _bert, "train_assistant": _assistant, "train_rl": _rl,
+        "fine_tune_minilm_full": _minilm_full, "fine_tune_minilm_top": _minilm_top}  # fmt: skip
 
 
 def _worker(rank: int, world_size: int, port: int, name: str, out: str) -> None:
@@ -94,9 +170,9 @@ def test_two_processes_give_the_parameters_of_one_process_on_the_full_batch(name
         assert torch.allclose(two["params"][key], value, rtol=0, atol=1e-6), key
     assert len(two["losses"]) == len(losses)
     assert two["losses"] == pytest.approx(losses, rel=0, abs=1e-6)
-    if name == "train_gpt":  # and the run moved the weights: not a comparison of two copies
-        fresh = train_gpt.GPT(TINY_GPT).state_dict()
-        assert max((fresh[k] - v).abs().max().item() for k, v in one.items()) > 1e-3
+    if name in ("train_gpt", "train_assistant"):  # the run moved the weights: not two copies
+        fresh = (train_gpt.GPT(TINY_GPT) if name == "train_gpt" else _chat_gpt()[1]).state_dict()
+        assert max((v - one[k]).abs().max().item() for k, v in fresh.items()) > 1e-3
         # A key bias adds q.b to every score of a row, which softmax takes away: its gradient is
         # 0 up to rounding, and AdamW turns that rounding (~1e-10) into steps of ~lr * g / eps.
         # It starts at 0 and stays at that noise level in both runs (1.1e-6 apart, measured).

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -236,7 +237,8 @@ def predict_classes(model: nn.Module, states, batch_size: int = 64) -> np.ndarra
 
 def fine_tune(model: BertClassifier, states, labels, val_states, val_labels, *, lr: float,
               head_lr: float, epochs: int, batch_size: int = 16, seed: int = 0,
-              keep_best: bool = False) -> dict:  # fmt: skip
+              keep_best: bool = False, rows: Callable | None = None,
+              trained: nn.Module | None = None) -> dict:  # fmt: skip
     """Fine-tune ``model``'s layers and head on ``N`` sentences' cached vectors ``(n_i, H)``.
 
     AdamW (weight decay 0.01) with two learning rates: ``lr`` for the layers, ``head_lr`` for
@@ -247,6 +249,12 @@ def fine_tune(model: BertClassifier, states, labels, val_states, val_labels, *, 
     after each epoch}``; with ``keep_best`` the model ends with the weights of the epoch of best
     validation accuracy (the first, on a tie). Dropout draws from torch's generator: seed it
     (:func:`course_lib.seed_everything`) before building the model to repeat a run exactly.
+
+    Several processes (``tools/training/fine_tune_minilm.py`` under ``torchrun``): every process
+    draws the same batches and keeps ``rows(batch)`` (its slice of ``(hidden, mask, labels)``),
+    and the step goes through ``trained`` (``model`` in ``DistributedDataParallel``); the loss is
+    a mean over rows, so the averaged gradient is the whole batch's. ``log["losses"]`` is then
+    this process's rows'. ``None`` (the default): the whole batch, ``model`` itself.
     """
     from ..training import learning_rate_at, train_step
 
@@ -278,7 +286,9 @@ def fine_tune(model: BertClassifier, states, labels, val_states, val_labels, *, 
                 group["lr"] = learning_rate_at(step, total, peak, warmup=total // 10)
             hidden, mask = pad_states([states[i] for i in idx])  # (batch, n, H), (batch, n)
             batch = (hidden, mask, labels[idx])
-            loss = train_step(model, opt, classification_loss, batch, clip_grad=None, step=step)
+            batch = batch if rows is None else rows(batch)
+            loss = train_step(model if trained is None else trained, opt, classification_loss,
+                              batch, clip_grad=None, step=step)  # fmt: skip
             log["losses"].append(loss)
             step += 1
         accuracy = float((predict_classes(model, val_states) == val_labels).mean())

@@ -465,6 +465,8 @@ def grpo_train(
     seed: int = 0,
     threads: int = 1,
     progress: bool = True,
+    rows: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    trained: nn.Module | None = None,
 ) -> GRPOLog:
     """GRPO on ``policy``, in place: ``steps`` gradient steps, a new rollout every
     ``iterations`` of them (TRL's ``num_iterations``, the paper's mu).
@@ -476,6 +478,15 @@ def grpo_train(
     Each gradient step: :func:`grpo_loss` of the policy's current log-probabilities on that
     rollout, with AdamW (:func:`course_lib.train`, constant ``lr``, gradient norm clipped to
     1). Deterministic for a given ``seed`` and thread count.
+
+    Several processes (``tools/training/train_rl.py`` under ``torchrun``): every process samples
+    the whole rollout with the same ``seed`` (as one process would) and trains on its rows of it,
+    ``rows(tensor)`` (the same slice of every ``(P * G, ...)`` tensor); ``trained`` is the module
+    the optimiser steps through (``policy`` in ``DistributedDataParallel``, which averages the
+    gradients over the processes). For ``"dapo"`` each process's loss is rescaled so that this
+    average is the mean over the whole rollout's tokens; ``"grpo"`` and ``"dr_grpo"`` are means
+    over completions already. ``log.losses`` and ``log.clip_fractions`` are then this process's
+    rows'. ``None`` (the default): the whole rollout, ``policy`` itself.
     """
     check_module(policy, "policy")
     steps = check_positive_int(steps, "steps")
@@ -501,6 +512,12 @@ def grpo_train(
                        ref_logps=ref_logps,
                        advantages=group_advantages(rewards, group_size, scale_rewards))  # fmt: skip
         log.rewards.append(rewards.float().mean().item())
+        if rows is not None:  # this process's rows; dapo: its share of the rollout's tokens
+            full_rows, full_tokens = ids.shape[0], int(rollout["mask"].sum())
+            rollout.update({k: rows(v) for k, v in rollout.items()
+                            if isinstance(v, torch.Tensor)})  # fmt: skip
+            mine = int(rollout["mask"].sum())  # this process's tokens, of full_tokens
+            rollout["share"] = full_rows / len(rollout["ids"]) * mine / max(full_tokens, 1)
         return rollout
 
     def loss_fn(model: nn.Module, batch: dict) -> torch.Tensor:
@@ -508,11 +525,13 @@ def grpo_train(
         log.clip_fractions.append(clip_fraction(logps.detach(), batch["old_logps"],
                                                 batch["advantages"], batch["mask"],
                                                 epsilon_low, epsilon_high))  # fmt: skip
-        return grpo_loss(logps, batch["old_logps"], batch["advantages"], batch["mask"],
+        loss = grpo_loss(logps, batch["old_logps"], batch["advantages"], batch["mask"],
                          epsilon_low, epsilon_high, beta, batch["ref_logps"], loss_type)  # fmt: skip
+        return loss * batch["share"] if rows is not None and loss_type == "dapo" else loss
 
     start = time.process_time()
-    trained = train(policy, batches, loss_fn, steps=steps, lr=lr, schedule="constant", seed=seed,
-                    threads=threads, progress=progress, desc="GRPO")  # fmt: skip
-    log.losses, log.cpu_seconds = trained.losses, time.process_time() - start
+    done = train(policy if trained is None else trained, batches, loss_fn, steps=steps, lr=lr,
+                 schedule="constant", seed=seed, threads=threads, progress=progress,
+                 desc="GRPO")  # fmt: skip
+    log.losses, log.cpu_seconds = done.losses, time.process_time() - start
     return log

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -72,7 +73,8 @@ def start_run(device: str = "cpu") -> Ranks:
     local_rank = int(os.environ["LOCAL_RANK"])
     if device == "cuda":
         torch.cuda.set_device(local_rank)
-    dist.init_process_group("nccl" if device == "cuda" else "gloo")
+    # a long timeout: rank 0 evaluates alone (minutes) while the others wait at the next step
+    dist.init_process_group("nccl" if device == "cuda" else "gloo", timeout=timedelta(hours=3))
     return Ranks(dist.get_rank(), dist.get_world_size(),
                  torch.device(f"cuda:{local_rank}" if device == "cuda" else "cpu"))  # fmt: skip
 
@@ -156,6 +158,32 @@ def as_global_mean(loss: torch.Tensor, count, ranks: Ranks) -> torch.Tensor:
     total = torch.tensor(float(count), dtype=torch.float64, device=ranks.device)
     dist.all_reduce(total)
     return loss * (ranks.world_size * float(count) / total.item())
+
+
+def cpu_only(device: str, script: str) -> None:
+    """Refuse ``--device cuda`` for a script whose generation and evaluation run on the CPU only
+    (train_assistant, train_rl, fine_tune_minilm: their training is data-parallel on CPU
+    processes with gloo; not yet on GPUs)."""
+    if device != "cpu":
+        raise ValueError(f"--device {device!r}: {script} generates and evaluates on the CPU only; "
+                         "use --device cpu (torchrun runs it on several CPU processes, gloo)")  # fmt: skip
+
+
+def wait_for_main(ranks: Ranks) -> None:
+    """Every process waits here until rank 0 is here too (after it wrote a file the others
+    read). One process: nothing."""
+    if ranks.world_size > 1:
+        dist.barrier()
+
+
+def from_main(value, ranks: Ranks):
+    """Rank 0's ``value`` (any picklable object) on every process: a choice rank 0 made from
+    its evaluation. One process: ``value``."""
+    if ranks.world_size == 1:
+        return value
+    box = [value]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
 
 
 def finish(ranks: Ranks) -> None:

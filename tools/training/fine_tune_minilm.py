@@ -3,6 +3,7 @@
     python -m tools.training.fine_tune_minilm       # writes course_lib/data/minilm_topics.pt (~10 MB)
     python -m tools.training.fine_tune_minilm --only random-init   # stage 4 alone, into the same file
     python -m tools.training.fine_tune_minilm --only full          # stage 3 alone, into the same file
+    torchrun --standalone --nproc_per_node=2 -m tools.training.fine_tune_minilm --out /tmp/m.pt
 
 Data: :mod:`course_lib.data.docstrings` (six topics of standard-library docstring sentences).
 The *labelled budget* is what lecture 12 trains on: ``BUDGET`` sentences per topic of the
@@ -34,6 +35,12 @@ once per model. MiniLM's weights run in the course's own
 
 Deterministic: one thread, fixed seeds and steps. Stored in float16, loaded with
 ``weights_only=True`` by :func:`course_lib.pretrained.load_topic_classifier`.
+
+Under ``torchrun`` (``tools/training/distributed.py``) every process takes its rows of each
+global batch of ``--batch-size`` sentences and computes every evaluation alike; rank 0 writes.
+Dropout (the encoder's and the head's) draws its masks per process, so such a run is another
+draw of the same training, not the shipped bits; without dropout two processes give one
+process's weights to rounding (``tests/test_distributed_training.py``).
 """
 
 from __future__ import annotations
@@ -61,6 +68,18 @@ from course_lib.models.classifier import (
 )
 from course_lib.pretrained import load_minilm_encoder
 from course_lib.training import learning_rate_at
+from tools.training.distributed import (
+    ONE_PROCESS,
+    Ranks,
+    add_device_argument,
+    check_batch_size,
+    cpu_only,
+    finish,
+    mean_over_ranks,
+    my_rows,
+    start_run,
+    wrap,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "course_lib" / "data" / "minilm_topics.pt"
@@ -84,16 +103,27 @@ def logistic(train_x, train_y, val_x, val_y):
     return best
 
 
-def fine_tune_top(encoder, middle, y, val_middle, val_y, lr, head_lr, epochs, batch_size):
-    """Top ``TOP`` layers + head trained on cached states; ``(best, sweep rows)``."""
+def fine_tune_top(encoder, middle, y, val_middle, val_y, lr, head_lr, epochs, batch_size,
+                  ranks: Ranks = ONE_PROCESS, head_dropout: float = 0.1):  # fmt: skip
+    """Top ``TOP`` layers + head trained on cached states; ``(best, sweep rows)``.
+
+    Under torchrun each process takes its rows of every batch (:func:`course_lib.fine_tune`'s
+    ``rows``); every process evaluates alike (no collective), so all keep the same best epoch.
+    ``head_dropout``: the head's (:class:`BertClassifier`'s default 0.1; dropout draws its masks
+    per process, so the equality test runs without it). The sweep rows' losses are rank 0's."""
+    check_batch_size(batch_size, ranks)
     seed_everything(0, threads=1)  # before the head's random weights are drawn
     model = top_layer_classifier(encoder, TOP, len(TOPICS))
+    model.dropout.p = head_dropout
+    several = ranks.world_size > 1  # one process: fine_tune as it was (no rows, no wrapper)
     log = fine_tune(model, middle, y, val_middle, val_y, lr=lr, head_lr=head_lr, epochs=epochs,
-                    batch_size=batch_size, seed=0, keep_best=True)  # fmt: skip
+                    batch_size=batch_size, seed=0, keep_best=True,
+                    rows=(lambda b: my_rows(b, ranks)) if several else None,
+                    trained=wrap(model, ranks) if several else None)  # fmt: skip
     steps = len(log["losses"]) // epochs
     rows = [{"lr": lr, "epoch": e + 1, "validation": v, "loss": log["losses"][(e + 1) * steps - 1]}
             for e, v in enumerate(log["validation"])]  # fmt: skip
-    for row in rows:
+    for row in rows if ranks.is_main else []:
         print(row, flush=True)
     best = dict(max(rows, key=lambda r: r["validation"]))  # the first of equals, as fine_tune
     best["state"] = copy.deepcopy(model.state_dict())
@@ -102,15 +132,20 @@ def fine_tune_top(encoder, middle, y, val_middle, val_y, lr, head_lr, epochs, ba
 
 
 def fine_tune_full(tokenizer, make_encoder, pooler, budget, val, test, lrs, head_lr, epochs,
-                   batch_size, first_steps=0, stop=False):  # fmt: skip
+                   batch_size, first_steps=0, stop=False, ranks: Ranks = ONE_PROCESS,
+                   head_dropout: float = 0.1):  # fmt: skip
     """Every layer and the embeddings trained with a head on [CLS], at each rate of ``lrs``.
 
     ``make_encoder()`` builds the encoder (a copy of MiniLM, or random weights) after the seed
     is set; ``pooler`` (or None) is copied into the head. The rate and epoch with the best
     validation accuracy are kept and evaluated once on test. Returns ``{"row": the table's
     row, "predictions": test predictions, "first_losses": the first rate's first
-    ``first_steps`` training losses}``; with ``stop``, only those losses, after as many steps
-    (tests/test_fine_tuning.py checks them against the shipped run).
+    ``first_steps`` training losses}``; with ``stop``, only those losses (and ``"modules"``:
+    the encoder and head), after as many steps (tests/test_fine_tuning.py checks them against
+    the shipped run). Under torchrun every process encodes the same global batch and keeps its
+    rows (the same padding as one process); the encoder and the head each run in
+    ``DistributedDataParallel``; every process evaluates alike. ``head_dropout``: as
+    :func:`fine_tune_top`.
     """
 
     @torch.no_grad()
@@ -131,7 +166,7 @@ def fine_tune_full(tokenizer, make_encoder, pooler, budget, val, test, lrs, head
         seed_everything(0, threads=1)
         rng = np.random.default_rng(0)
         full = make_encoder().train()
-        head = BertClassifier([], full.config.hidden_size, len(TOPICS))
+        head = BertClassifier([], full.config.hidden_size, len(TOPICS), dropout=head_dropout)
         if pooler is not None:
             with torch.no_grad():
                 head.pooler.load_state_dict(pooler.state_dict())
@@ -141,6 +176,9 @@ def fine_tune_full(tokenizer, make_encoder, pooler, budget, val, test, lrs, head
             lr=lr, weight_decay=0.01,
         )  # fmt: skip
         total, step = steps_per_epoch * epochs, 0
+        if ranks.world_size > 1:  # MiniLM's own pooler is not in the loss (the head has its
+            full.pooler = None  # own), and DDP waits for a gradient of every parameter it holds
+        full_t, head_t = wrap(full, ranks), wrap(head, ranks)
         for epoch in range(epochs):
             full.train()
             head.train()
@@ -153,20 +191,26 @@ def fine_tune_full(tokenizer, make_encoder, pooler, budget, val, test, lrs, head
                 )
                 for g, rate in zip(opt.param_groups, rates, strict=True):
                     g["lr"] = learning_rate_at(step, total, rate, total // 10)
-                out = full(b["input_ids"], b["token_type_ids"], b["attention_mask"])
-                logits = head(out.last_hidden_state, b["attention_mask"])
-                loss = F.cross_entropy(logits, y_train[idx][order])
+                ids, types, mask, labels = my_rows(
+                    (b["input_ids"], b["token_type_ids"], b["attention_mask"], y_train[idx][order]),
+                    ranks,
+                )  # this process's rows (one process: the whole batch)
+                out = full_t(ids, types, mask)
+                logits = head_t(out.last_hidden_state, mask)
+                loss = F.cross_entropy(logits, labels)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
                 if lr == lrs[0] and step < first_steps:
-                    first_losses.append(loss.item())
+                    first_losses.append(mean_over_ranks(loss, ranks))
                 step += 1
                 if stop and step == first_steps:
-                    return {"first_losses": first_losses}
+                    return {"first_losses": first_losses, "modules": (full, head)}
             v = float((predict(full, head, val[0]) == val[1]).mean())
-            sweep.append({"lr": lr, "epoch": epoch + 1, "validation": v, "loss": loss.item()})
-            print(sweep[-1], f"{time.process_time() - c0:.0f} CPU s", flush=True)
+            sweep.append({"lr": lr, "epoch": epoch + 1, "validation": v,
+                          "loss": mean_over_ranks(loss, ranks)})  # fmt: skip
+            if ranks.is_main:
+                print(sweep[-1], f"{time.process_time() - c0:.0f} CPU s", flush=True)
             if best is None or v > best["validation"]:
                 best = {"lr": lr, "epoch": epoch + 1, "validation": v,
                         "state": (copy.deepcopy(full.state_dict()),
@@ -193,7 +237,8 @@ RANDOM_INIT = "MiniLM's architecture, random weights, all layers trained"
 FULL = "MiniLM, fully fine-tuned + head on [CLS]"
 
 
-def full_stage(args, tokenizer, encoder, budget, val, test, table, test_predictions):
+def full_stage(args, tokenizer, encoder, budget, val, test, table, test_predictions,
+               ranks: Ranks = ONE_PROCESS):  # fmt: skip
     """Stage 3: every layer of MiniLM fine-tuned on the budget (reported; predictions shipped).
 
     Run alone (``--only full``) on a file that already has the row, the run must reproduce it
@@ -201,7 +246,7 @@ def full_stage(args, tokenizer, encoder, budget, val, test, table, test_predicti
     """
     got = fine_tune_full(
         tokenizer, lambda: copy.deepcopy(encoder), encoder.pooler, budget, val, test,
-        [args.full_lr], args.head_lr, args.full_epochs, args.batch_size,
+        [args.full_lr], args.head_lr, args.full_epochs, args.batch_size, ranks=ranks,
     )  # fmt: skip
     row, stored = got["row"], table.get(FULL)
     if stored is not None:
@@ -212,7 +257,8 @@ def full_stage(args, tokenizer, encoder, budget, val, test, table, test_predicti
     else:
         table[FULL] = row
     test_predictions["full"] = torch.from_numpy(got["predictions"].astype(np.int8))
-    print({k: v for k, v in row.items() if k != "sweep"}, flush=True)
+    if ranks.is_main:
+        print({k: v for k, v in row.items() if k != "sweep"}, flush=True)
 
 
 def random_encoder(config):
@@ -225,18 +271,20 @@ def random_encoder(config):
     return model
 
 
-def random_init_stage(args, tokenizer, encoder, budget, val, test, table, test_predictions):
+def random_init_stage(args, tokenizer, encoder, budget, val, test, table, test_predictions,
+                      ranks: Ranks = ONE_PROCESS):  # fmt: skip
     """Stage 4: the same architecture, no pretraining, trained on the budget (reported)."""
     got = fine_tune_full(
         tokenizer, lambda: random_encoder(encoder.config), None, budget, val, test,
-        args.random_lrs, None, args.random_epochs, args.batch_size, first_steps=3,
+        args.random_lrs, None, args.random_epochs, args.batch_size, first_steps=3, ranks=ranks,
     )  # fmt: skip
     row = got["row"]
     row["head_lr"] = "the same as lr"
     row["first_losses"] = got["first_losses"]  # tests/test_fine_tuning.py reruns these steps
     table[RANDOM_INIT] = row
     test_predictions["random_init"] = torch.from_numpy(got["predictions"].astype(np.int8))
-    print({k: v for k, v in row.items() if k != "sweep"}, flush=True)
+    if ranks.is_main:
+        print({k: v for k, v in row.items() if k != "sweep"}, flush=True)
 
 
 def main() -> None:
@@ -256,7 +304,12 @@ def main() -> None:
         choices=["random-init", "full"],
         help="run only this stage, adding its row (and test predictions) to --out",
     )
+    add_device_argument(parser)
     args = parser.parse_args()
+    cpu_only(args.device, "fine_tune_minilm")
+    ranks = start_run(args.device)
+    check_batch_size(args.batch_size, ranks)  # before anything slow (stage 2b: twice as many)
+    say = print if ranks.is_main else lambda *a, **k: None
 
     seed_everything(0, threads=1)
     tokenizer, encoder = load_minilm_encoder()
@@ -270,11 +323,13 @@ def main() -> None:
         ckpt = current_names(torch.load(args.out, map_location="cpu", weights_only=True))
         stage = random_init_stage if args.only == "random-init" else full_stage
         stage(args, tokenizer, encoder, budget, val, test, ckpt["table"],
-              ckpt["test_predictions"])  # fmt: skip
+              ckpt["test_predictions"], ranks)  # fmt: skip
         if args.only == "random-init":
             ckpt["training"].update(random_settings)
-        torch.save(ckpt, args.out)
-        print(f"saved {args.out}", flush=True)
+        if ranks.is_main:
+            torch.save(ckpt, args.out)
+            print(f"saved {args.out}", flush=True)
+        finish(ranks)
         return
 
     # 1. One frozen pass over every sentence: features and the cache below the top layer(s).
@@ -284,10 +339,10 @@ def main() -> None:
         name: frozen_pass(tokenizer, encoder, texts, MAX_LENGTH, TOP) for name, (texts, _) in splits
     }
     embed_cpu = time.process_time() - c0
-    print(f"frozen pass {embed_cpu:.0f} CPU s", flush=True)
+    say(f"frozen pass {embed_cpu:.0f} CPU s", flush=True)
     where = {t: i for i, t in enumerate(pool[0])}
     pick = np.array([where[t] for t in budget[0]])  # the budget's rows in the pool
-    for kind in ("cls", "mean"):
+    for kind in ("cls", "mean") if ranks.is_main else ():  # the table is rank 0's
         c1 = time.process_time()
         train_x, val_x = frozen["pool"][kind][pick], frozen["validation"][kind]
         val_acc, c, clf = logistic(train_x, budget[1], val_x, val[1])
@@ -306,7 +361,7 @@ def main() -> None:
     c1 = time.process_time()
     for lr in args.lrs:
         got, rows = fine_tune_top(encoder, middle, budget[1], val_middle, val[1], lr,
-                                  args.head_lr, args.epochs, args.batch_size)  # fmt: skip
+                                  args.head_lr, args.epochs, args.batch_size, ranks)  # fmt: skip
         sweep += rows
         if best is None or got["validation"] > best["validation"]:
             best = got
@@ -320,11 +375,13 @@ def main() -> None:
         "epochs": best["epoch"],
         "cpu_seconds_all_sweep": round(time.process_time() - c1, 1),
     }
-    print(table[name], flush=True)
+    say(table[name], flush=True)
     shipped = {"budget": {k: v.half() for k, v in best["state"].items()}}
     test_predictions = {"budget": torch.from_numpy(test_preds.astype(np.int8))}
 
     def save():
+        if not ranks.is_main:
+            return
         args.out.parent.mkdir(parents=True, exist_ok=True)
         torch.save(
             {
@@ -363,7 +420,7 @@ def main() -> None:
     c1 = time.process_time()
     got, rows = fine_tune_top(encoder, frozen["pool"]["below_top"], pool[1], val_middle, val[1],
                               best["lr"], args.head_lr, args.all_epochs,
-                              args.batch_size * 2)  # fmt: skip
+                              args.batch_size * 2, ranks)  # fmt: skip
     all_preds = predict_classes(got["model"], test_middle)
     shipped["all"] = {k: v.half() for k, v in got["state"].items()}
     test_predictions["all"] = torch.from_numpy(all_preds.astype(np.int8))
@@ -379,12 +436,14 @@ def main() -> None:
 
     # 3. Full fine-tuning (every layer and the embeddings) on the budget, reported only.
     if args.full_epochs:
-        full_stage(args, tokenizer, encoder, budget, val, test, table, test_predictions)
+        full_stage(args, tokenizer, encoder, budget, val, test, table, test_predictions, ranks)
         save()
 
     # 4. The control: MiniLM's architecture from random weights, the same budget and choice.
-    random_init_stage(args, tokenizer, encoder, budget, val, test, table, test_predictions)
+    random_init_stage(args, tokenizer, encoder, budget, val, test, table, test_predictions,
+                      ranks)  # fmt: skip
     save()
+    finish(ranks)
 
 
 if __name__ == "__main__":

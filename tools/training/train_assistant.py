@@ -2,6 +2,8 @@
 
     python -m tools.training.train_assistant                     # writes course_lib/data/assistant_*.pt
     python -m tools.training.train_assistant --steps 200 --dpo-steps 20 --out-dir /tmp/a   # a quick trial
+    torchrun --standalone --nproc_per_node=2 -m tools.training.train_assistant --steps 200 \
+        --dpo-steps 20 --out-dir /tmp/a     # the same training on two CPU processes (DDP, gloo)
 
 Four runs, one thread each, fixed seeds and step counts (settings in ``SETTINGS``):
 
@@ -28,6 +30,13 @@ Four runs, one thread each, fixed seeds and step counts (settings in ``SETTINGS`
 
 Every checkpoint stores float16 weights, the settings, its CPU time, its held-out scores and its
 greedy replies to the first held-out prompts (a test checks that loading it reproduces them).
+
+Under ``torchrun`` (``tools/training/distributed.py``) every process takes its rows of each
+global batch (``batch_size`` conversations, ``dpo_pairs`` pairs): the response-only loss and
+DPO's NLL term are means over the whole batch's reply tokens; every process makes the same
+on-policy pairs; rank 0 alone evaluates, chooses and writes (the others wait for the tuned
+checkpoint and read it back). Two processes give one process's weights to rounding
+(``tests/test_distributed_training.py``), not its bits.
 """
 
 from __future__ import annotations
@@ -65,10 +74,24 @@ from course_lib.models.assistant import (
     response_loss,
     sequence_logprobs,
 )
-from course_lib.models.dpo import dpo_nll_loss
+from course_lib.models.dpo import dpo_loss, dpo_nll_loss
 from course_lib.models.gpt import GPT
 from course_lib.models.lora import apply_lora, trainable_parameter_count
 from course_lib.training import train
+from tools.training.distributed import (
+    ONE_PROCESS,
+    Ranks,
+    add_device_argument,
+    as_global_mean,
+    check_batch_size,
+    cpu_only,
+    finish,
+    mean_over_ranks,
+    my_rows,
+    start_run,
+    wait_for_main,
+    wrap,
+)
 
 SETTINGS = {
     "seed": 0,
@@ -139,17 +162,27 @@ def summary(result: dict) -> str:
     return "\n".join(rows)
 
 
-def sft(model, tokenizer, steps: int, lr: float, cfg: dict, desc: str):
+def sft(model, tokenizer, steps: int, lr: float, cfg: dict, desc: str,
+        ranks: Ranks = ONE_PROCESS):  # fmt: skip
+    """Response-only training of ``model`` (in place) on ``steps`` batches of ``batch_size``
+    training conversations; under torchrun each process takes its rows of every batch and the
+    loss is the mean over the whole batch's reply tokens (:func:`as_global_mean`)."""
+    check_batch_size(cfg["batch_size"], ranks, "batch_size")
     data = conversations(tokenizer, training_instructions(steps * cfg["batch_size"], cfg["seed"]))
     b = cfg["batch_size"]
 
     def batches(step: int):
-        return chat_batch(data[step * b : (step + 1) * b])
+        return my_rows(chat_batch(data[step * b : (step + 1) * b]), ranks)
+
+    def loss_fn(m, batch):
+        ids, loss_mask = batch  # the reply tokens of these rows are the loss's items
+        return as_global_mean(response_loss(m, ids, loss_mask), loss_mask[:, 1:].sum(), ranks)
 
     start = time.process_time()
-    log = train(model, batches, lambda m, batch: response_loss(m, *batch), steps=steps, lr=lr,
+    log = train(wrap(model, ranks), batches, loss_fn, steps=steps, lr=lr,
                 warmup=min(100, steps // 10), schedule="cosine", weight_decay=0.0,
-                seed=cfg["seed"], threads=cfg["threads"], desc=desc)  # fmt: skip
+                seed=cfg["seed"], threads=cfg["threads"], progress=ranks.is_main,
+                desc=desc)  # fmt: skip
     return log, time.process_time() - start
 
 
@@ -218,13 +251,18 @@ def score_items(model, tokenizer, items) -> dict:
             for f in FAMILIES}  # fmt: skip
 
 
-def train_dpo(tuned, tokenizer, cfg: dict, candidate: dict, triples: list):
+def train_dpo(tuned, tokenizer, cfg: dict, candidate: dict, triples: list,
+              ranks: Ranks = ONE_PROCESS):  # fmt: skip
     """LoRA adapters on a copy of ``tuned`` trained with DPO (reference = ``tuned``) on the
     on-policy ``triples`` (shuffled once, cycled), plus ``candidate["nll"]`` times the
     response-only loss on the chosen answers (RPO's NLL term; 0 = plain DPO).
 
     Returns ``(policy, log, cpu_seconds, trajectory)``; ``trajectory`` holds, per step, the
-    batch's mean ``log pi - log pi_ref`` of the chosen and of the rejected answers (nats)."""
+    batch's mean ``log pi - log pi_ref`` of the chosen and of the rejected answers (nats).
+    Under torchrun each process takes its pairs of every batch (the reference's log-probabilities
+    are computed on the whole batch, as one process does); the NLL term is the mean over the
+    whole batch's chosen tokens (:func:`as_global_mean`)."""
+    check_batch_size(cfg["dpo_pairs"], ranks, "dpo_pairs")
     seed_everything(cfg["seed"], threads=cfg["threads"])
     reference = copy.deepcopy(tuned).eval()
     policy = copy.deepcopy(tuned)
@@ -242,15 +280,23 @@ def train_dpo(tuned, tokenizer, cfg: dict, candidate: dict, triples: list):
     def dpo_step_loss(model, batch):
         (chosen, rejected), (ref_c, ref_r) = batch
         pc, pr = sequence_logprobs(model, *chosen), sequence_logprobs(model, *rejected)
-        trajectory["chosen"].append(float((pc - ref_c).detach().mean()))
-        trajectory["rejected"].append(float((pr - ref_r).detach().mean()))
-        return dpo_nll_loss(pc, pr, ref_c, ref_r, chosen[1][:, 1:].sum(dim=1),
-                            beta=candidate["beta"], nll_weight=candidate["nll"])  # fmt: skip
+        trajectory["chosen"].append(mean_over_ranks((pc - ref_c).detach().mean(), ranks))
+        trajectory["rejected"].append(mean_over_ranks((pr - ref_r).detach().mean(), ranks))
+        tokens = chosen[1][:, 1:].sum(dim=1)
+        if ranks.world_size == 1:
+            return dpo_nll_loss(pc, pr, ref_c, ref_r, tokens, beta=candidate["beta"],
+                                nll_weight=candidate["nll"])  # fmt: skip
+        # several processes: the DPO term is a mean over pairs (equal slices), the NLL term a
+        # mean over the chosen tokens of every process's pairs
+        losses = dpo_loss(pc, pr, ref_c, ref_r, beta=candidate["beta"])[0]
+        nll = as_global_mean(-pc.sum() / tokens.sum(), tokens.sum(), ranks)
+        return losses.mean() + candidate["nll"] * nll
 
     start = time.process_time()
-    log = train(policy, lambda s: (pairs[s], refs[s]), dpo_step_loss, steps=steps,
-                lr=candidate["lr"], warmup=min(10, steps), schedule="cosine", seed=cfg["seed"],
-                threads=cfg["threads"], desc="DPO")  # fmt: skip
+    log = train(wrap(policy, ranks), lambda s: my_rows((pairs[s], refs[s]), ranks),
+                dpo_step_loss, steps=steps, lr=candidate["lr"], warmup=min(10, steps),
+                schedule="cosine", seed=cfg["seed"], threads=cfg["threads"],
+                progress=ranks.is_main, desc="DPO")  # fmt: skip
     return policy, log, time.process_time() - start, trajectory
 
 
@@ -289,12 +335,18 @@ def all_accuracy(correct: dict) -> float:
 
 
 def dpo_stage(tuned, tok, cfg: dict, out_dir: Path, lora_settings: dict, save_and_score,
-              validation_only: bool = False) -> None:  # fmt: skip
+              validation_only: bool = False, ranks: Ranks = ONE_PROCESS) -> None:  # fmt: skip
     """Stage 4: on-policy pairs from the tuned model's own wrong answers on training-side
     prompts; every candidate on the validation split, the chosen one saved and scored once on
-    the held-out sets (``validation_only``: stop before, save nothing)."""
+    the held-out sets (``validation_only``: stop before, save nothing). Under torchrun every
+    process makes the same pairs and trains every candidate; rank 0 alone scores, chooses and
+    saves."""
     pool = training_instructions(cfg["dpo_pool"], cfg["seed"] + 7)
     triples = on_policy_triples(tuned, tok, pool)
+    if not ranks.is_main:
+        for candidate in cfg["dpo_candidates"]:
+            train_dpo(tuned, tok, cfg, candidate, triples, ranks)
+        return
     by_family = {f: sum(x.family == f for x, _, _ in triples) for f in FAMILIES}
     print(f"on-policy pairs: the tuned model answers {len(triples)} of {len(pool)} training-side "
           f"prompts wrongly {by_family}", flush=True)  # fmt: skip
@@ -309,7 +361,7 @@ def dpo_stage(tuned, tok, cfg: dict, out_dir: Path, lora_settings: dict, save_an
           f"more probable {int((val_before > 0).sum())}", flush=True)  # fmt: skip
     tried, policies = [], []
     for candidate in cfg["dpo_candidates"]:
-        policy, log, seconds, trajectory = train_dpo(tuned, tok, cfg, candidate, triples)
+        policy, log, seconds, trajectory = train_dpo(tuned, tok, cfg, candidate, triples, ranks)
         shipped = as_shipped(policy, out_dir / ASSISTANT_CHECKPOINTS["tuned"].name,
                              tuned.config, lora_settings)  # fmt: skip
         after = margins(shipped, tok, val_pairs)
@@ -397,7 +449,13 @@ def main() -> None:
         action="store_true",
         help="stage 4: try the DPO candidates on the validation split, save and score nothing",
     )
+    add_device_argument(parser)
     args = parser.parse_args()
+    cpu_only(args.device, "train_assistant")
+    ranks = start_run(args.device)
+    check_batch_size(SETTINGS["batch_size"], ranks, "batch_size")  # before anything slow
+    check_batch_size(SETTINGS["dpo_pairs"], ranks, "dpo_pairs")
+    say = print if ranks.is_main else lambda *a, **k: None
     if args.dpo_only:
         args.reuse_tuned, args.skip = True, ["random", "lora"]
     cfg = dict(SETTINGS, sft_steps=args.steps, lora_steps=args.lora_steps,
@@ -421,7 +479,9 @@ def main() -> None:
 
     def save_and_score(name: str, payload: dict, state: dict) -> dict:
         """Save, load back as the lecture does (float16, adapters merged), score that model and
-        store its scores and first replies in the same file."""
+        store its scores and first replies in the same file (rank 0 only)."""
+        if not ranks.is_main:
+            return None
         path = args.out_dir / ASSISTANT_CHECKPOINTS[name].name
         payload = dict(payload, config=asdict(config), training=cfg, state_dict=state, replies={})
         torch.save(payload, path)
@@ -435,13 +495,16 @@ def main() -> None:
 
     def tuned_and_control() -> GPT:
         # 0. the base model, as it is
-        base_result = evaluate(pretrained, tok, ev)
-        print(f"base model\n{summary(base_result)}", flush=True)
+        base_result = {"correct": None}  # the scores are rank 0's (it alone saves them)
+        if ranks.is_main:
+            base_result = evaluate(pretrained, tok, ev)
+            print(f"base model\n{summary(base_result)}", flush=True)
 
         # 1. instruction tuning, full fine-tuning
         tuned = copy.deepcopy(pretrained)
-        log, seconds = sft(tuned, tok, cfg["sft_steps"], cfg["sft_lr"], cfg, "instruction tuning")
-        print(f"tuned: {seconds:.0f} CPU-s, last loss {np.mean(log.losses[-50:]):.3f}", flush=True)
+        log, seconds = sft(tuned, tok, cfg["sft_steps"], cfg["sft_lr"], cfg, "instruction tuning",
+                           ranks)  # fmt: skip
+        say(f"tuned: {seconds:.0f} CPU-s, last loss {np.mean(log.losses[-50:]):.3f}", flush=True)
         extra = {"base_scores": base_result["correct"], "cpu_seconds": {"tuned": seconds},
                  "trainable_parameters": trainable_parameter_count(tuned),
                  "losses": log.smoothed(50)[::10]}  # fmt: skip
@@ -451,15 +514,18 @@ def main() -> None:
             seed_everything(cfg["seed"] + 1, threads=cfg["threads"])
             scratch = GPT(config)
             log_r, seconds_r = sft(
-                scratch, tok, cfg["sft_steps"], cfg["random_lr"], cfg, "random init"
+                scratch, tok, cfg["sft_steps"], cfg["random_lr"], cfg, "random init", ranks
             )
-            random_result = evaluate(scratch, tok, ev)
-            print(f"random init: {seconds_r:.0f} CPU-s, last loss {np.mean(log_r.losses[-50:]):.3f}\n"
-                  f"{summary(random_result)}", flush=True)  # fmt: skip
-            extra["random_init_scores"] = random_result["correct"]
+            if ranks.is_main:
+                random_result = evaluate(scratch, tok, ev)
+                print(f"random init: {seconds_r:.0f} CPU-s, last loss "
+                      f"{np.mean(log_r.losses[-50:]):.3f}\n{summary(random_result)}",
+                      flush=True)  # fmt: skip
+                extra["random_init_scores"] = random_result["correct"]
             extra["cpu_seconds"]["random_init"] = seconds_r
         state = {k: v.half() for k, v in tuned.state_dict().items() if k != "lm_head.weight"}
         save_and_score("tuned", extra, state)
+        wait_for_main(ranks)  # every process goes on from the file rank 0 wrote (float16)
         return load_assistant("tuned", args.out_dir / ASSISTANT_CHECKPOINTS["tuned"].name)[0]
 
     if args.reuse_tuned:  # stages 0-2 were run before: they are deterministic, reuse them
@@ -473,8 +539,9 @@ def main() -> None:
         lora_model = copy.deepcopy(pretrained)
         apply_lora(lora_model, cfg["lora_r"], cfg["lora_alpha"], cfg["lora_targets"])
         n_trainable = train_new_token_rows(lora_model, BASE_VOCAB_SIZE)
-        log_l, seconds_l = sft(lora_model, tok, cfg["lora_steps"], cfg["lora_lr"], cfg, "LoRA")
-        print(f"LoRA: {n_trainable} trainable parameters, {seconds_l:.0f} CPU-s", flush=True)
+        log_l, seconds_l = sft(lora_model, tok, cfg["lora_steps"], cfg["lora_lr"], cfg, "LoRA",
+                               ranks)  # fmt: skip
+        say(f"LoRA: {n_trainable} trainable parameters, {seconds_l:.0f} CPU-s", flush=True)
         save_and_score("lora", {"base": "pretrained", "lora": lora_settings,
                                 "trainable_parameters": n_trainable, "cpu_seconds": seconds_l,
                                 "losses": log_l.smoothed(50)[::10]}, lora_state(lora_model))  # fmt: skip
@@ -482,8 +549,9 @@ def main() -> None:
     # 4. DPO with LoRA adapters on the tuned model; the reference is the tuned model
     if "dpo" not in args.skip:
         dpo_stage(tuned, tok, cfg, args.out_dir, lora_settings, save_and_score,
-                  validation_only=args.validation_only)  # fmt: skip
-    print(f"total CPU time {time.process_time() - total_start:.0f} s")
+                  validation_only=args.validation_only, ranks=ranks)  # fmt: skip
+    say(f"total CPU time {time.process_time() - total_start:.0f} s")
+    finish(ranks)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
     python -m tools.training.train_rl                       # writes course_lib/data/assistant_grpo.pt
     python -m tools.training.train_rl --validation-only     # the candidates on the validation split only
     python -m tools.training.train_rl --steps 4 --out-dir /tmp/g --quick   # a trial of the plumbing
+    torchrun --standalone --nproc_per_node=2 -m tools.training.train_rl --steps 4 --out-dir /tmp/g --quick
 
 **Targets, stated before any held-out set was scored** (issue 45): GRPO raises the rewrite
 families' (reverse, commas) exact match on **unseen words** (50.0 % for the tuned model) by at
@@ -29,6 +30,13 @@ One thread, fixed seeds and step counts (``SETTINGS``). Stages:
 The checkpoint stores float16 adapters, the settings, CPU times, the held-out scores, greedy
 replies to every 30th held-out prompt (a test reproduces them), the validation table, the
 pass@G samples and the reward-hacking run.
+
+Under ``torchrun`` (``tools/training/distributed.py``) every process samples every rollout with
+the same seed (the completions one process samples) and trains on its rows of it
+(:func:`course_lib.grpo_train`'s ``rows``; the DAPO loss stays the mean over the whole rollout's
+tokens); rank 0 alone scores, chooses (and tells the others) and writes. Two processes give one
+process's weights to rounding (``tests/test_distributed_training.py``), not its bits; a
+sampled token can flip on that rounding over a long run.
 """
 
 from __future__ import annotations
@@ -52,6 +60,18 @@ from course_lib.data.instructions import (
 )
 from course_lib.models.assistant import ASSISTANT_CHECKPOINTS, load_assistant
 from course_lib.models.rl import exact_match_rewards, grpo_train, one_word_rewards, sample_group
+from tools.training.distributed import (
+    ONE_PROCESS,
+    Ranks,
+    add_device_argument,
+    check_batch_size,
+    cpu_only,
+    finish,
+    from_main,
+    my_rows,
+    start_run,
+    wrap,
+)
 from tools.training.train_assistant import as_shipped, evaluate, lora_state, score_items, summary
 
 REWRITE_FAMILIES = ("reverse", "commas")
@@ -111,17 +131,26 @@ def lora_policy(tuned, cfg: dict):
     return policy
 
 
-def run_grpo(tuned, tok, cfg: dict, lr: float, families: str, steps: int, reward):
-    """LoRA adapters on a copy of ``tuned`` trained with GRPO: ``(policy, GRPOLog)``."""
+def run_grpo(tuned, tok, cfg: dict, lr: float, families: str, steps: int, reward,
+             ranks: Ranks = ONE_PROCESS):  # fmt: skip
+    """LoRA adapters on a copy of ``tuned`` trained with GRPO: ``(policy, GRPOLog)``.
+
+    Under torchrun every process samples every rollout (the same seed: the same completions as
+    one process) and trains on its rows of it, in ``DistributedDataParallel``."""
+    rollout = cfg["prompts_per_rollout"] * cfg["group_size"]
+    check_batch_size(rollout, ranks, "prompts_per_rollout x group_size")
     seed_everything(cfg["seed"], threads=cfg["threads"])
     policy = lora_policy(tuned, cfg)
+    several = ranks.world_size > 1  # one process: grpo_train as it was (no rows, no wrapper)
     log = grpo_train(policy, tok, task_stream(cfg, families, cfg["seed"] + 17), steps=steps,
                      group_size=cfg["group_size"], iterations=cfg["iterations"], lr=lr,
                      epsilon_low=cfg["epsilon_low"], epsilon_high=cfg["epsilon_high"],
                      beta=cfg["beta"], loss_type=cfg["loss_type"],
                      scale_rewards=cfg["scale_rewards"], reward=reward,
                      temperature=cfg["temperature"], max_new_tokens=cfg["max_new_tokens"],
-                     seed=cfg["seed"], threads=cfg["threads"])  # fmt: skip
+                     seed=cfg["seed"], threads=cfg["threads"], progress=ranks.is_main,
+                     rows=(lambda t: my_rows(t, ranks)) if several else None,
+                     trained=wrap(policy, ranks) if several else None)  # fmt: skip
     return policy, log
 
 
@@ -186,7 +215,13 @@ def main() -> None:
                         help="train and score the candidates on the validation split, save nothing")  # fmt: skip
     parser.add_argument("--quick", action="store_true",
                         help="a plumbing trial: 1 candidate, few prompts, few steps")  # fmt: skip
+    add_device_argument(parser)
     args = parser.parse_args()
+    cpu_only(args.device, "train_rl")
+    ranks = start_run(args.device)
+    check_batch_size(SETTINGS["prompts_per_rollout"] * SETTINGS["group_size"], ranks,
+                     "prompts_per_rollout x group_size")  # fmt: skip
+    main_rank = ranks.is_main  # rank 0 scores, chooses and saves; every process trains
     cfg = dict(SETTINGS, steps=args.steps)
     if args.quick:
         cfg.update(candidates=cfg["candidates"][:1], validation_per_family=4, pass_per_family=2,
@@ -201,14 +236,18 @@ def main() -> None:
 
     # 1. the candidates, on the validation split only
     val_items = validation_instructions(cfg["validation_per_family"])
-    val_tuned = score_items(tuned, tok, val_items)
-    print(f"validation ({len(val_items)} prompts): tuned one-answer "
-          f"{pooled(val_tuned, ONE_ANSWER_FAMILIES):.1f} %, rewrites "
-          f"{pooled(val_tuned, REWRITE_FAMILIES):.1f} %", flush=True)  # fmt: skip
+    val_tuned = score_items(tuned, tok, val_items) if main_rank else None
+    if main_rank:
+        print(f"validation ({len(val_items)} prompts): tuned one-answer "
+              f"{pooled(val_tuned, ONE_ANSWER_FAMILIES):.1f} %, rewrites "
+              f"{pooled(val_tuned, REWRITE_FAMILIES):.1f} %", flush=True)  # fmt: skip
     tried, runs = [], []
     for candidate in cfg["candidates"]:
         policy, log = run_grpo(tuned, tok, cfg, candidate["lr"], candidate["families"],
-                               cfg["steps"], exact_match_rewards)  # fmt: skip
+                               cfg["steps"], exact_match_rewards, ranks)  # fmt: skip
+        runs.append((policy, log))
+        if not main_rank:
+            continue
         shipped = as_shipped(policy, tuned_path, tuned.config, lora_settings, "grpo")
         val = score_items(shipped, tok, val_items)
         tried.append(dict(candidate, one_answer=pooled(val, ONE_ANSWER_FAMILIES),
@@ -218,19 +257,39 @@ def main() -> None:
                           cpu_seconds=log.cpu_seconds,
                           first_rewards=float(np.mean(log.rewards[:10])),
                           last_rewards=float(np.mean(log.rewards[-10:]))))  # fmt: skip
-        runs.append((policy, log))
         t = tried[-1]
         print(f"  {candidate}: validation one-answer {t['one_answer']:.1f} % (drop "
               f"{t['one_answer_drop']:+.1f}), rewrites {t['rewrites']:.1f} %; reward "
               f"{t['first_rewards']:.2f} -> {t['last_rewards']:.2f} ({log.cpu_seconds:.0f} CPU-s)",
               flush=True)  # fmt: skip
-    chosen = choose(tried, cfg)
+    chosen = from_main(choose(tried, cfg) if main_rank else None, ranks)
     policy, log = runs[chosen]
-    print(f"chosen on validation: {cfg['candidates'][chosen]}", flush=True)
+    if main_rank:
+        print(f"chosen on validation: {cfg['candidates'][chosen]}", flush=True)
     if args.validation_only:
-        print(f"total CPU time {time.process_time() - total_start:.0f} s")
+        if main_rank:
+            print(f"total CPU time {time.process_time() - total_start:.0f} s")
+        finish(ranks)
         return
+    if main_rank:
+        payload, model = held_out_and_pass(args, cfg, tok, tuned, tuned_meta, tuned_path,
+                                           lora_settings, val_items, val_tuned, tried, chosen,
+                                           policy, log)  # fmt: skip
 
+    # 3. reward hacking: a format-only reward, the chosen settings, from the tuned model
+    hacked, hack_log = run_grpo(tuned, tok, cfg, cfg["candidates"][chosen]["lr"], "all",
+                                cfg["hacking_steps"],
+                                lambda replies, answers: one_word_rewards(replies),
+                                ranks)  # fmt: skip
+    if main_rank:
+        hacking(args, cfg, tok, tuned, tuned_path, lora_settings, payload, hacked, hack_log,
+                total_start)  # fmt: skip
+    finish(ranks)
+
+
+def held_out_and_pass(args, cfg, tok, tuned, tuned_meta, tuned_path, lora_settings, val_items,
+                      val_tuned, tried, chosen, policy, log):  # fmt: skip
+    """Rank 0: the chosen run saved and scored once on the held-out sets; pass@1 vs pass@G."""
     # the held-out sets, once, for the chosen run (the shipped run)
     path = args.out_dir / ASSISTANT_CHECKPOINTS["grpo"].name
     payload = {"base": "tuned", "lora": lora_settings, "config": tuned_meta["config"],
@@ -252,10 +311,13 @@ def main() -> None:
     payload["pass_counts"] = {"tuned": pass_counts(tuned, tok, cfg, cfg["seed"] + 5),
                               "grpo": pass_counts(model, tok, cfg, cfg["seed"] + 5)}  # fmt: skip
 
-    # 3. reward hacking: a format-only reward, the chosen settings, from the tuned model
-    hacked, hack_log = run_grpo(tuned, tok, cfg, cfg["candidates"][chosen]["lr"], "all",
-                                cfg["hacking_steps"],
-                                lambda replies, answers: one_word_rewards(replies))  # fmt: skip
+    return payload, model
+
+
+def hacking(args, cfg, tok, tuned, tuned_path, lora_settings, payload, hacked, hack_log,
+            total_start):  # fmt: skip
+    """Rank 0: the reward-hacking run scored, and the checkpoint's last save."""
+    path = args.out_dir / ASSISTANT_CHECKPOINTS["grpo"].name
     hacked = as_shipped(hacked, tuned_path, tuned.config, lora_settings, "grpo")
     hack = evaluate(hacked, tok, 20)
     one_word = {kind: float(np.mean([len(r.split()) == 1 for r in replies]))

@@ -98,6 +98,7 @@ check: $(STAMP)
 hygiene: $(STAMP)
 	$(PY) tools/notebooks/make_exercises.py --check
 	$(PY) -m tools.notebooks.make_quizzes --check
+	$(PY) -m tools.notebooks.add_slide_metadata --check
 	$(PY) tools/dev/sync_environment.py --check
 	$(PY) -m pytest -q tests/test_repo.py
 

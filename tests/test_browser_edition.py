@@ -12,6 +12,7 @@ bundled pure-Python wheel.
 from __future__ import annotations
 
 import ast
+import html
 import json
 import re
 import subprocess
@@ -200,17 +201,22 @@ def test_the_site_links_the_browser_edition_where_it_has_the_lecture(tmp_path):
     assert browser_link(Path("notebooks/05_transformer_layer.ipynb")) is None
     assert browser_link(Path("solutions/01_softmax.ipynb")) is None
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    links = set(
-        re.findall(r"\[browser\]\(lite/lab/index\.html\?path=notebooks/(\w+)\.ipynb\)", readme)
-    )
+    # in the repository (GitHub, JupyterLab) they open the page that says how to build and
+    # serve the browser edition, which has a heading (an anchor) for each of its lectures
+    links = set(re.findall(r"\[browser\]\(docs/browser-edition\.md#(\w+)\)", readme))
     assert links == set(LECTURES)
-    page = '<a href="lite/lab/index.html?path=notebooks/01_softmax.ipynb">browser</a>'
+    howto = (ROOT / "docs" / "browser-edition.md").read_text(encoding="utf-8")
+    assert set(re.findall(r"^## (\w+)$", howto, re.M)) == set(LECTURES)
+    assert "python -m http.server -d build/site" in howto
+    page = '<a href="docs/browser-edition.md#01_softmax">browser</a>'
+    lite = "lite/lab/index.html?path=notebooks/01_softmax.ipynb"
     broken: list[str] = []
     args = (ROOT / "README.md", Path("index.html"), tmp_path, set(), broken)
-    assert "data-left-out" in rewrite_links(page, *args) and not broken
+    assert f'data-left-out="{lite}"' in rewrite_links(page, *args) and not broken
     (tmp_path / "lite" / "lab").mkdir(parents=True)
     (tmp_path / "lite" / "lab" / "index.html").write_text("")
-    assert rewrite_links(page, *args) == page and not broken
+    assert rewrite_links(page, *args) == f'<a href="{html.escape(lite)}">browser</a>'
+    assert not broken
 
 
 def _run_first_cell(source: str, install) -> tuple[str, BaseException | None]:

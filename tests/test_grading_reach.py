@@ -60,7 +60,7 @@ SPELLINGS = {
     ),
     # a module imported whole, the function fetched by a built name: only the runtime record sees it
     "built_name": (
-        "import torch\nimport course_lib.models.modern as mm\n\n"
+        "import torch\nimport course_lib.nn.rope as mm\n\n"
         "def rotate_pairs(x, positions, theta=10000.0):\n"
         "    f = getattr(mm, 'rope' + '_qk')\n"
         "    t = torch.from_numpy(x)[None, None]\n"

@@ -186,8 +186,8 @@ def test_every_lecture_has_slide_metadata(path):
     nb = nbformat.read(path, as_version=4)
     types = [c.metadata.get("slideshow", {}).get("slide_type") for c in nb.cells]
     assert all(t in add_slide_metadata.SLIDE_TYPES for t in types), (
-        f"{path.name}: cells without slide metadata; run .venv/bin/python "
-        "tools/notebooks/add_slide_metadata.py (it changes nothing but the metadata)"
+        f"{path.name}: cells without slide metadata; run .venv/bin/python -m "
+        "tools.notebooks.add_slide_metadata (it changes nothing but the metadata)"
     )
     assert types[0] == "slide", f"{path.name}: the title cell must open a slide"
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import fcntl
 import hashlib
 import json
 import shutil
@@ -217,14 +218,25 @@ def _record_hash(data: bytes) -> str:
     return f"sha256={digest}"
 
 
+def pip_wheel_of_course(wheel_dir: str | Path) -> subprocess.CompletedProcess:
+    """``pip wheel`` of the repository into ``wheel_dir``, one at a time: setuptools builds in the
+    tree's ``build/`` folder, so two at once (two test workers) collide ("File exists:
+    build/bdist.linux-x86_64/wheel/course_lib-0.1.0.dist-info")."""
+    lock = ROOT / "build" / ".pip-wheel.lock"
+    lock.parent.mkdir(exist_ok=True)
+    with lock.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        return subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+             "-w", str(wheel_dir), str(ROOT)],
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+
+
 def course_lib_wheel(dest: Path) -> Path:
     """A wheel of ``course_lib`` without its ``.pt`` files (the torch half's checkpoints)."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-             "-w", tmp, str(ROOT)],
-            capture_output=True, text=True, timeout=600, check=False,
-        )  # fmt: skip
+        out = pip_wheel_of_course(tmp)
         if out.returncode != 0:
             raise RuntimeError(f"pip wheel of course_lib failed:\n{out.stderr}")
         (full,) = Path(tmp).glob("course_lib-*.whl")

@@ -30,6 +30,7 @@ __all__ = [
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIRS = ("notebooks", "exercises", "solutions")
 MARKDOWN_PAGES = ("README.md", "INSTRUCTORS.md", "CONTRIBUTING.md")
+BROWSER_PAGE = "docs/browser-edition.md"  # where README's "browser" links point in the repository
 
 
 def site_path(source: Path) -> Path | None:
@@ -82,6 +83,14 @@ def rewrite_links(
         parts = urlsplit(url)
         if parts.scheme or url.startswith(("#", "//")) or not parts.path:
             return m.group(0)
+        if source.name == "README.md" and parts.path == BROWSER_PAGE and parts.fragment:
+            # README's "browser" links open docs/browser-edition.md (how to build and serve it)
+            # on GitHub and in JupyterLab; in the site they open the lecture in the browser edition
+            lite = f"lite/lab/index.html?path=notebooks/{parts.fragment}.ipynb"
+            if (out / "lite" / "lab" / "index.html").exists():
+                return m.group(1) + html.escape(lite) + m.group(3)
+            tag = m.group(1)[: -len('href="')] if m.group(1).endswith('href="') else m.group(1)
+            return f'{tag}title="the browser edition is not in this build" data-left-out="{lite}"'
         if source.name == "README.md" and parts.path.startswith("lite/"):  # the browser edition
             if (out / parts.path).exists():  # built into the site (make site, make lite)
                 return m.group(0)

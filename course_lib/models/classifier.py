@@ -259,13 +259,10 @@ def fine_tune(model: BertClassifier, states, labels, val_states, val_labels, *, 
     from ..training import learning_rate_at, train_step
 
     labels = torch.as_tensor(labels)
-    for name, ids, sentences in (
-        ("labels", labels, states),
-        ("val_labels", val_labels, val_states),
-    ):
-        if len(ids) != len(sentences):
+    for name, ids, vecs in (("labels", labels, states), ("val_labels", val_labels, val_states)):
+        if len(ids) != len(vecs):
             raise ValueError(
-                f"{name} must hold one class id per sentence ({len(sentences)}), got {len(ids)}"
+                f"{name} must hold one class id per sentence ({len(vecs)}), got {len(ids)}"
             )
     steps_per_epoch = len(states) // check_positive_int(batch_size, "batch_size")
     total = steps_per_epoch * check_positive_int(epochs, "epochs")

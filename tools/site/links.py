@@ -91,11 +91,6 @@ def rewrite_links(
                 return m.group(1) + html.escape(lite) + m.group(3)
             tag = m.group(1)[: -len('href="')] if m.group(1).endswith('href="') else m.group(1)
             return f'{tag}title="the browser edition is not in this build" data-left-out="{lite}"'
-        if source.name == "README.md" and parts.path.startswith("lite/"):  # the browser edition
-            if (out / parts.path).exists():  # built into the site (make site, make lite)
-                return m.group(0)
-            tag = m.group(1)[: -len('href="')] if m.group(1).endswith('href="') else m.group(1)
-            return f'{tag}title="the browser edition is not in this build" data-left-out="{m.group(2)}"'
         target = (source.parent / unquote(parts.path)).resolve()
         try:
             target.relative_to(ROOT)

@@ -58,6 +58,14 @@ ANSWERS = {
     "12.3": ("12_fine_tuning", [(["(3e-4, 2)", "(0.0003, 2)"], [""])]),
     "12.4": ("12_fine_tuning", [(["332"], ["wins", "right only"]), (["147"], ["right only"])]),
     "13.3": ("13_modern_transformer", [(["np.tile"], ["not"])]),
+    "13.4": (
+        "13_modern_transformer",
+        [(['predicted = "values"', "predicted = 'values'", "only the values"], [""])],
+    ),
+    "14.4": (
+        "14_assistant",
+        [(["answers 6", "replies 6", 'predicted = "6"', "predicted = '6'", "largest count"], [""])],
+    ),
     "16.1": ("16_open_models", [(_numbers(0.7 / 0.9) + _numbers(0.2 / 0.9), ["weight"])]),
     "16.4": ("16_open_models", [(["575668224", "575,668,224"], [""])]),
     "3.4": ("03_multi_head_attention", [(["3 h d_{head} + d_{model}"], [""])]),
@@ -185,11 +193,15 @@ SUMMARY_ANSWERS = {
         "12.2": [r"\ln c", "a little above"],
         "12.3": ["validation data"],
     },
-    "13_modern_transformer": {"13.3": ["np.repeat", "next to each other"]},
+    "13_modern_transformer": {
+        "13.3": ["np.repeat", "next to each other"],
+        "13.4": ["only the values"],
+    },
     "14_assistant": {
         "14.1": ["up to and including"],
         "14.2": ["alpha / r"],
-        "14.3": ["log sigmoid"],
+        "14.3": ["log sigmoid", "logaddexp"],
+        "14.4": ["answers 6", "largest count"],
         "14.5": ["d / 2"],
     },
     "15_inference": {

@@ -17,7 +17,7 @@ from . import (
     hidden_rng,
     passed,
 )
-from .given import SAMPLER_FAULTS, mystery_sampler, sampler_keeps
+from .given import SAMPLER_FAULTS, SAMPLING_POSITIONS, mystery_sampler, sampler_keeps
 from .given_torch import read_only_tensor
 
 __all__ = [
@@ -25,7 +25,9 @@ __all__ = [
     "check_top_p_keep",
     "check_kv_cache_numbers",
     "check_diagnose_sampler",
+    "check_distinct_tokens",
     "read_only_tensor",
+    "SAMPLING_POSITIONS",
     "SAMPLER_FAULTS",
     "mystery_sampler",
 ]
@@ -37,6 +39,7 @@ REFERENCES = {
     "11.2": ("course_lib.models.generation.top_p_filter",),
     "11.3": ("course_lib.grouped_query.kv_cache_bytes",),
     "11.4": (),
+    "11.5": ("course_lib.models.generation.top_p_filter",),
 }
 
 
@@ -205,14 +208,65 @@ def _cache_models(seed: int) -> list[tuple[int, int, int, int, int]]:
     return models
 
 
-def check_kv_cache_numbers(student_fn, *, seed: int = 0) -> None:
-    """Exercise 11.3: ``kv_cache_numbers(num_layers, d_model, num_heads, batch, tokens) -> int``,
-    the predicted number of numbers in a GPT's KV cache (GPT-2 medium for 4 sequences of 512
-    tokens, and hidden models). A wrong count is told too low / too high, with the mistake."""
+def _measured_numbers(layers: int, d_model: int, heads: int, batch: int, tokens: int) -> int:
+    """The measurement: the numbers a real GPT's :class:`~course_lib.nn.KVCache` holds after a
+    prompt of ``tokens - 1`` tokens and one generation step, for ``batch`` sequences."""
+    from ..configs import GPTConfig
+    from ..models.gpt import GPT
+    from ..nn import KVCache
+
+    gen = torch.Generator().manual_seed(0)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = GPT(GPTConfig(vocab_size=16, context_length=tokens, d_model=d_model,
+                              num_heads=heads, num_layers=layers)).eval()  # fmt: skip
+    cache = KVCache()
+    with torch.no_grad():
+        model(torch.randint(0, 16, (batch, tokens - 1), generator=gen), cache)
+        model(torch.randint(0, 16, (batch, 1), generator=gen), cache)
+    return cache.numel()
+
+
+def _small_models(seed: int) -> list[tuple[int, int, int, int, int]]:
+    """Small models whose caches the check measures: the notebook's (seed 0), or hidden ones."""
+    if seed == 0:
+        return [(2, 64, 8, 3, 11)]
+    rng = hidden_rng(seed, 1131)
+    heads = int(rng.choice([1, 2, 4, 8]))
+    return [(int(rng.integers(1, 4)), heads * int(rng.choice([4, 8, 16])), heads,
+             int(rng.integers(1, 5)), int(rng.integers(2, 20)))]  # fmt: skip
+
+
+def _check_heads_prediction(ex: str, heads_change_count) -> None:
+    """The prediction written before the measurement: does the cache grow or shrink with the
+    number of heads at a fixed d_model? Graded against two real caches (8 and 2 heads)."""
+    if not isinstance(heads_change_count, (bool, np.bool_)):
+        raise ExerciseError(ex, "heads_change_count: expected your prediction, True or False, got "
+                            f"{type(heads_change_count).__name__} {heads_change_count!r:.40}.",
+                            "write it down BEFORE you measure: heads_change_count = True or "
+                            "heads_change_count = False.")  # fmt: skip
+    eight, two = _measured_numbers(2, 64, 8, 3, 11), _measured_numbers(2, 64, 2, 3, 11)
+    if bool(heads_change_count) != (eight != two):
+        raise ExerciseError(ex, f"your prediction heads_change_count = {heads_change_count} did "
+                            "not hold: measure the two caches in the cell below and compare.",
+                            "look at the shape of one layer's keys, (batch, heads, positions, "
+                            "d_head): what happens to d_head when the heads change and d_model "
+                            "does not?")  # fmt: skip
+
+
+def check_kv_cache_numbers(student_fn, heads_change_count=None, *, seed: int = 0) -> None:
+    """Exercise 11.3 (predict, then measure): ``kv_cache_numbers(num_layers, d_model, num_heads,
+    batch, tokens) -> int``, the predicted number of numbers in a GPT's KV cache (GPT-2 medium
+    for 4 sequences of 512 tokens, hidden models, and small models whose real caches the check
+    measures), and ``heads_change_count`` (True or False), the prediction written down before
+    the measurement: does that number change with the number of heads at a fixed d_model?
+    A wrong count is told too low / too high, with the mistake it looks like; never the count."""
     ex = "11.3"
-    for layers, d, heads, batch, tokens in _cache_models(seed):
+    for layers, d, heads, batch, tokens in _cache_models(seed) + _small_models(seed):
         answer = call_student(ex, student_fn, layers, d, heads, batch, tokens)
-        expected = 2 * layers * tokens * d * batch
+        small = layers * d * batch * tokens < 10**6
+        expected = (_measured_numbers(layers, d, heads, batch, tokens) if small
+                    else 2 * layers * tokens * d * batch)  # fmt: skip
         mistakes: dict[int, str] = {}
         for value, hint in (
             (expected // 2, "count the keys AND the values: two tensors per layer."),
@@ -223,6 +277,8 @@ def check_kv_cache_numbers(student_fn, *, seed: int = 0) -> None:
             (expected // heads, f"every head stores keys and values of d_head = {d // heads} "
                                 f"numbers per token: {heads} heads x {d // heads} = all of d_model."),
             (expected * 4, "count numbers, not bytes (float32 takes 4 bytes each)."),
+            (expected - expected // tokens, "the cache holds every position so far, the token "
+                                            "just generated included."),
         ):  # fmt: skip
             if value != expected:
                 mistakes.setdefault(value, hint)
@@ -230,7 +286,8 @@ def check_kv_cache_numbers(student_fn, *, seed: int = 0) -> None:
             answer = int(answer)
         check_prediction(ex, answer, expected,
                          what=f"numbers in the KV cache of {layers} layers, d_model {d}, {heads} "
-                         f"heads, for {batch} sequences of {tokens} tokens",
+                         f"heads, for {batch} sequences of {tokens} tokens"
+                         + (" (measured on a real cache)" if small else ""),
                          too_low="list what the cache keeps: which tensors, in how many "
                          "layers, for how many positions, how wide, for how many sequences. "
                          "Which of those did your product leave out?",
@@ -238,7 +295,8 @@ def check_kv_cache_numbers(student_fn, *, seed: int = 0) -> None:
                          "layers, for how many positions, how wide, for how many sequences. "
                          "Which factor of your product is not one of those?", hints=mistakes,
                          not_int="return a Python int: a product of the numbers you are given.")  # fmt: skip
-    passed(ex, "the KV cache holds 2 x layers x tokens x d_model numbers per sequence")
+    _check_heads_prediction(ex, heads_change_count)
+    passed(ex, "the KV cache's size predicted, and confirmed on real caches")
 
 
 # The probes the check shows as evidence when a diagnosis is wrong: a few (probs, p) on which the
@@ -270,3 +328,112 @@ def check_diagnose_sampler(student_fn, *, seed: int = 0) -> None:
     check_diagnosis("11.4", student_fn, seed=seed, faults=SAMPLER_FAULTS,
                     factory="course_lib.checks.given:mystery_sampler", salt=114, noun="sampler",
                     evidence=_evidence, title="a broken sampler diagnosed from its outputs")  # fmt: skip
+
+
+# --- 11.5: predict, then measure: how many different tokens n draws give -----------------------
+
+
+def _tempered(logits: np.ndarray, temperature: float) -> np.ndarray:
+    z = logits / temperature
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def _distinct(probs: np.ndarray, n: int) -> float:
+    return float((1 - (1 - probs) ** n).sum())
+
+
+def _renormalised(probs: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    return np.where(keep, probs, 0.0) / probs[keep].sum()
+
+
+def _sampler_probs(logits: np.ndarray, temperature: float, top_p: float) -> np.ndarray:
+    """What the lecture's sampler draws from: softmax(logits / T), then the top-p nucleus."""
+    probs = _tempered(logits, temperature)
+    return _renormalised(probs, _keep_reference(probs, top_p))
+
+
+def _distinct_values(logits: np.ndarray, temperature: float, top_p: float, n: int) -> dict:
+    """The expected number of different tokens in ``n`` draws of ``next_token(logits,
+    temperature, top_p=top_p)``, and what the usual mistakes give, each with its hint."""
+    probs = _tempered(logits, temperature)
+    keep = _keep_reference(probs, top_p)
+    q = _renormalised(probs, keep)
+    early = _keep_reference(_tempered(logits, 1.0), top_p)  # the nucleus of the T = 1 probs
+    dropped = sampler_keeps("drops_crossing", probs, top_p)
+    values = {
+        "right": _distinct(q, n),
+        "the nucleus was taken before the temperature: the sampler divides the scores by T "
+        "first, then keeps the smallest set of the NEW probabilities that reaches p":
+        _distinct(_renormalised(probs, early), n),
+        "the probabilities of the kept tokens must be rescaled to add up to 1 again before the "
+        "draw (softmax of the filtered scores)": _distinct(np.where(keep, probs, 0.0), n),
+        "that is how many tokens CAN come out (the nucleus); in n draws the unlikely ones often "
+        "do not": float(keep.sum()),
+        "a token drawn twice counts once: n draws do not reach n x p of a token's chances":
+        float(np.minimum(1.0, n * q).sum()),
+        "the temperature divides the scores (scores / T); it does not multiply them":
+        _distinct(_sampler_probs(logits, 1 / temperature, top_p), n),
+        "the temperature changes the probabilities before anything is drawn: softmax(scores / T)":
+        _distinct(_sampler_probs(logits, 1.0, top_p), n),
+        "top-p keeps the token whose probability makes the total reach p, too (exercise 11.2)":
+        _distinct(_renormalised(probs, dropped), n) if dropped.any() else 0.0,
+        "that is the expected number of kept tokens that never come out; the question is how "
+        "many do": float(((1 - q) ** n)[keep].sum()),
+    }  # fmt: skip
+    return values
+
+
+def _distinct_cases(seed: int) -> list[tuple[np.ndarray, float, float, int]]:
+    """(logits, temperature, top_p, n): the notebook's two positions at three temperatures, with
+    and without top-p (seed 0), or hidden scores, temperatures, p and n; never a p within 1e-6
+    of a partial sum of the sorted probabilities (float rounding must not decide the nucleus)."""
+    if seed == 0:
+        return [(np.asarray(logits, dtype=float), t, p, 10)
+                for logits in SAMPLING_POSITIONS.values() for t in (0.5, 1.0, 2.0)
+                for p in (1.0, 0.9)]  # fmt: skip
+    rng = hidden_rng(seed, 115)
+    cases = []
+    while len(cases) < 6:
+        logits = rng.normal(size=int(rng.integers(4, 30))) * rng.uniform(0.5, 3.0)
+        t = float(rng.choice([0.5, 1.0, 2.0])) if len(cases) < 2 else float(rng.uniform(0.3, 2.5))
+        p = 1.0 if len(cases) % 2 == 0 else float(rng.uniform(0.5, 0.98))
+        n = int(rng.integers(2, 60))
+        if p == 1.0 or (_boundary_safe(_tempered(logits, t), p)
+                        and _boundary_safe(_tempered(logits, 1.0), p)):  # fmt: skip
+            cases.append((logits, t, p, n))
+    return cases
+
+
+def check_distinct_tokens(student_fn, *, seed: int = 0) -> None:
+    """Exercise 11.5 (predict, then measure): ``distinct_tokens(logits, temperature, top_p, n)
+    -> float``, the expected number of DIFFERENT tokens among ``n`` independent draws of the
+    lecture's sampler (``softmax(logits / temperature)``, then top-p) from one position's
+    next-token scores ``logits (V,)``; computed, not simulated (to 1e-4). Seed 0 asks about the
+    notebook's two positions; other seeds about hidden scores, temperatures, p and n."""
+    ex = "11.5"
+    for logits, t, p, n in _distinct_cases(seed):
+        got = call_student(ex, student_fn, logits.copy(), t, p, n)
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.item()
+        try:
+            if isinstance(got, (str, bytes)):
+                raise TypeError
+            value = float(got)
+        except (TypeError, ValueError):
+            raise ExerciseError(ex, f"expected one number (an expected count), got "
+                                f"{type(got).__name__}.", "return a float.") from None  # fmt: skip
+        values = _distinct_values(logits, t, p, n)
+        expected = values.pop("right")
+        if np.isclose(value, expected, rtol=1e-4, atol=1e-4):
+            continue
+        where = (f"{len(logits)} scores, T = {t:g}, top_p = {p:g}, n = {n} draws: your "
+                 f"{value:.4f} is too {'low' if value < expected else 'high'}")  # fmt: skip
+        hint = next((h for h, v in values.items()
+                     if np.isclose(value, v, rtol=1e-4, atol=1e-4)
+                     and not np.isclose(v, expected, rtol=1e-4, atol=1e-4)),
+                    "work it out one token at a time: how likely is that token to come out at "
+                    "least once in n draws? (The check wants the expected value, computed, not "
+                    "an estimate from samples.)")  # fmt: skip
+        raise ExerciseError(ex, where + ".", hint)
+    passed(ex, "the variety of n sampled tokens predicted from temperature and top-p")

@@ -106,8 +106,8 @@ def check_response_mask(student_fn, *, seed: int = 0) -> None:
         mistakes = {h: np.array(m, dtype=float) for h, m in _masks(ids).items()}
         check_mistakes(ex, np.array(got, dtype=float), np.array(expected, dtype=float),
                        what=f"{what} (1 = True)", mistakes=mistakes,
-                       hint="True from the token after <|assistant|> up to and including the "
-                            "<|end|> that closes that turn; False everywhere else.")  # fmt: skip
+                       hint="go through the ids of the first case one by one: which tokens does "
+                            "the model read, and which must it learn to write?")  # fmt: skip
     passed(ex, "the response-only mask")
 
 
@@ -346,10 +346,10 @@ def check_lora_break_even(student_fn, *, seed: int = 0) -> None:
             "fewer parameters than the layer (whose bias, out numbers, full fine-tuning trains "
             "too, while LoRA leaves it frozen).",
             min(out_f, in_f): "that is where LoRA's update stops being low-rank (a full-rank "
-            "B A), not where its parameter count catches up: count r (in + out) against out in "
-            "+ out.",
-            -(-(out_f * in_f + out_f) // in_f): "LoRA trains A (r x in) AND B (out x r): r (in + "
-            "out) parameters, not r in.",
+            "B A), not where its parameter count catches up: count what A and B hold against "
+            "what the layer holds.",
+            -(-(out_f * in_f + out_f) // in_f): "LoRA trains A AND B: your count leaves B's "
+            "numbers out.",
         }
         hints.pop(want, None)
         check_prediction(
@@ -357,9 +357,9 @@ def check_lora_break_even(student_fn, *, seed: int = 0) -> None:
             what=f"lora_break_even({out_f}, {in_f}), the smallest rank at which LoRA trains as "
             "many parameters as the full layer",
             too_low="at that rank LoRA's A and B still hold fewer numbers than the layer's weight "
-            "and bias: r (in + out) < out in + out.",
-            too_high="a smaller rank already trains as many parameters: r (in + out) >= out in + "
-            "out.",
+            "and bias: count both again.",
+            too_high="a smaller rank already trains as many parameters as the layer's weight and "
+            "bias.",
             hints=hints, not_int="return the rank, a Python int.",
         )  # fmt: skip
     passed(ex, "where LoRA stops saving parameters")

@@ -185,12 +185,13 @@ SUMMARY_ANSWERS = {
     "08_bert": {"8.4": ["fewer input tokens change"]},
     "10_attention_at_scale": {"10.1": [r"e^{m_\text{old} - m_\text{new}}"]},
     "11_gpt": {
+        "11.1": ["ignore_index", "its *target*"],
         "11.2": ["cross *p*", "crosses *p*"],
         "11.3": ["2 · layers", "fewer heads are wider"],
         "11.5": ["1 - (1 - q", "divides the scores by `T` first"],
     },
     "12_fine_tuning": {
-        "12.1": ["*real* tokens"],
+        "12.1": ["*real* tokens", "-\\infty", "-np.inf"],
         "12.2": [r"\ln c", "a little above"],
         "12.3": ["validation data"],
     },

@@ -21,79 +21,116 @@ from tests._exercise_stub import STUB_MESSAGE, stub
 # ----------------------------------------------------------------------------------- 11.1
 
 
-def loss_reference(logits, ids):
+def loss_reference(logits, ids, pad_id):  # the solution: cross_entropy's ignore_index
     v = logits.shape[-1]
-    return F.cross_entropy(logits[:, :-1].reshape(-1, v), ids[:, 1:].reshape(-1))
+    return F.cross_entropy(
+        logits[:, :-1].reshape(-1, v), ids[:, 1:].reshape(-1), ignore_index=pad_id
+    ).item()
 
 
-def loss_by_hand(logits, ids):  # written differently: numpy, an explicit loop
+def loss_masked_mean(logits, ids, pad_id):  # written differently: a mask, float32, a 0-d tensor
+    logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+    nll = -logp.gather(-1, ids[:, 1:, None])[..., 0]
+    counts = (ids[:, 1:] != pad_id).float()
+    return (nll * counts).sum() / counts.sum()
+
+
+def loss_by_hand(logits, ids, pad_id):  # written differently: numpy, an explicit loop
     lg, ids = logits.numpy().astype(np.float64), ids.numpy()
     total, count = 0.0, 0
     for b in range(lg.shape[0]):
         for t in range(lg.shape[1] - 1):
+            if ids[b, t + 1] == pad_id:
+                continue
             row = lg[b, t] - lg[b, t].max()
             total -= row[ids[b, t + 1]] - np.log(np.exp(row).sum())
             count += 1
     return total / count
 
 
-def loss_unshifted(logits, ids):
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids.reshape(-1))
-
-
-def loss_wrong_way(logits, ids):
-    return F.cross_entropy(logits[:, 1:].reshape(-1, logits.shape[-1]), ids[:, :-1].reshape(-1))
-
-
-def loss_summed(logits, ids):
+def _ce(logits, targets, pad_id=None, reduction="mean"):
     v = logits.shape[-1]
-    return F.cross_entropy(logits[:, :-1].reshape(-1, v), ids[:, 1:].reshape(-1), reduction="sum")
+    return F.cross_entropy(logits.reshape(-1, v), targets.reshape(-1), reduction=reduction,
+                           ignore_index=-100 if pad_id is None else pad_id)  # fmt: skip
 
 
-def loss_no_softmax(logits, ids):
-    return -logits[:, :-1].gather(-1, ids[:, 1:, None]).mean()
+def loss_pad_counted(logits, ids, pad_id):  # the old exercise's answer: padding targets count
+    return _ce(logits[:, :-1], ids[:, 1:])
 
 
-def loss_probability(logits, ids):
-    p = torch.softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None])
-    return -p.mean()
+def loss_masked_by_input(logits, ids, pad_id):
+    keep = ids[:, :-1] != pad_id
+    nll = F.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none")
+    return nll[keep].mean()
 
 
-def loss_as_list(logits, ids):
+def loss_over_all_positions(logits, ids, pad_id):
+    return _ce(logits[:, :-1], ids[:, 1:], pad_id, "sum") / (ids.shape[0] * (ids.shape[1] - 1))
+
+
+def loss_mean_of_means(logits, ids, pad_id):
+    nll = F.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none")
+    keep = ids[:, 1:] != pad_id
+    return torch.stack([nll[b][keep[b]].mean() for b in range(len(ids)) if keep[b].any()]).mean()
+
+
+def loss_unshifted(logits, ids, pad_id):
+    return _ce(logits, ids, pad_id)
+
+
+def loss_wrong_way(logits, ids, pad_id):
+    return _ce(logits[:, 1:], ids[:, :-1], pad_id)
+
+
+def loss_summed(logits, ids, pad_id):
+    return _ce(logits[:, :-1], ids[:, 1:], pad_id, "sum")
+
+
+def loss_no_softmax(logits, ids, pad_id):
+    keep = ids[:, 1:] != pad_id
+    return -logits[:, :-1].gather(-1, ids[:, 1:, None])[..., 0][keep].mean()
+
+
+def loss_probability(logits, ids, pad_id):
+    keep = ids[:, 1:] != pad_id
+    p = torch.softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None])[..., 0]
+    return -p[keep].mean()
+
+
+def loss_as_list(logits, ids, pad_id):
     return [1.0, 2.0]
 
 
-def loss_in_place(logits, ids):  # the review's: shifts the caller's ids in place
+def loss_in_place(logits, ids, pad_id):  # the review's: shifts the caller's ids in place
     ids[:, :-1] = ids[:, 1:].clone()
-    return (
-        loss_reference(logits, ids)
-        if False
-        else F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, :-1].reshape(-1))
-    )
+    return _ce(logits[:, :-1], ids[:, :-1], pad_id)
 
 
-def loss_copy_then_change(logits, ids):  # changes a copy: right
+def loss_copy_then_change(logits, ids, pad_id):  # changes a copy: right
     targets = ids.clone()
     targets[:, :-1] = targets[:, 1:].clone()
-    return F.cross_entropy(
-        logits[:, :-1].reshape(-1, logits.shape[-1]), targets[:, :-1].reshape(-1)
-    )
+    return _ce(logits[:, :-1], targets[:, :-1], pad_id)
 
 
-@pytest.mark.parametrize("seed", [0, 3])
-def test_next_token_loss_passes_right_answers(capsys, seed):
-    check_next_token_loss(loss_reference, seed=seed)
-    check_next_token_loss(loss_by_hand, seed=seed)
-    check_next_token_loss(loss_copy_then_change, seed=seed)
-    assert capsys.readouterr().out.count("Exercise 11.1 passed") == 3
+@pytest.mark.parametrize("seed", [0, 3, 11])
+@pytest.mark.parametrize(
+    "fn", [loss_reference, loss_masked_mean, loss_by_hand, loss_copy_then_change]
+)
+def test_next_token_loss_passes_right_answers(fn, seed, capsys):
+    check_next_token_loss(fn, seed=seed)
+    assert capsys.readouterr().out.count("Exercise 11.1 passed") == 1
 
 
 @pytest.mark.parametrize(
     ("fn", "hint"),
     [
+        (loss_pad_counted, "target is padding were counted"),
+        (loss_masked_by_input, "INPUT token is padding"),
+        (loss_over_all_positions, "not by all B"),
+        (loss_mean_of_means, "mean of each sequence's mean"),
         (loss_unshifted, "not shifted"),
         (loss_wrong_way, "wrong way"),
-        (loss_summed, "sum over all predictions"),
+        (loss_summed, "sum over the predictions"),
         (loss_no_softmax, "log_softmax"),
         (loss_probability, "take -log"),
         (loss_as_list, "expected one number"),

@@ -7,7 +7,7 @@ from course_lib.checks import ExerciseError
 from course_lib.checks.lecture12 import (
     check_best_setting,
     check_head_loss,
-    check_mean_pool,
+    check_max_pool,
     check_paired_counts,
 )
 
@@ -16,25 +16,46 @@ def stub(*args):
     raise NotImplementedError("Exercise: replace this line with your answer")
 
 
-def pool_good(hidden, mask):
+def pool_good(hidden, mask):  # the solution: padded positions set to -inf
+    return np.where(mask[..., None] == 1, hidden, -np.inf).max(axis=1)
+
+
+def pool_good_loop(hidden, mask):  # written differently: one sentence at a time
+    return np.stack([h[m.astype(bool)].max(0) for h, m in zip(hidden, mask, strict=True)])
+
+
+def pool_good_torch_float32(hidden, mask):  # written differently: torch, float32, masked_fill
+    import torch
+
+    h = torch.as_tensor(hidden, dtype=torch.float32)
+    pad = torch.as_tensor(mask)[..., None] == 0
+    return h.masked_fill(pad, float("-inf")).amax(dim=1)
+
+
+def pool_good_min_shift(hidden, mask):  # written differently: padding pushed below the minimum
+    low = hidden.min() - 1.0
+    return np.where(mask[..., None].astype(bool), hidden, low).max(1)
+
+
+def pool_all(hidden, mask):
+    return hidden.max(1)
+
+
+def pool_times_mask(hidden, mask):
+    return (hidden * mask[..., None]).max(1)
+
+
+def pool_mean(hidden, mask):
     m = mask[..., None]
     return (hidden * m).sum(1) / m.sum(1)
 
 
-def pool_good_loop(hidden, mask):
-    return np.stack([h[m.astype(bool)].mean(0) for h, m in zip(hidden, mask, strict=True)])
-
-
-def pool_all(hidden, mask):
-    return hidden.mean(1)
-
-
-def pool_count_n(hidden, mask):
-    return (hidden * mask[..., None]).sum(1) / hidden.shape[1]
-
-
 def pool_cls(hidden, mask):
     return hidden[:, 0]
+
+
+def pool_wrong_axis(hidden, mask):
+    return np.where(mask[..., None] == 1, hidden, -np.inf).max(axis=2)
 
 
 def loss_good(cls, w, b, y):
@@ -70,24 +91,28 @@ def loss_raw_score(cls, w, b, y):
     return float(-s[np.arange(len(y)), y].mean())
 
 
-@pytest.mark.parametrize("seed", [0, 1, 7])
-@pytest.mark.parametrize("fn", [pool_good, pool_good_loop])
-def test_mean_pool_right_answers_pass(fn, seed):
-    check_mean_pool(fn, seed=seed)
+@pytest.mark.parametrize("seed", [0, 1, 7, 99])
+@pytest.mark.parametrize(
+    "fn", [pool_good, pool_good_loop, pool_good_torch_float32, pool_good_min_shift]
+)
+def test_max_pool_right_answers_pass(fn, seed):
+    check_max_pool(fn, seed=seed)
 
 
 @pytest.mark.parametrize(
     "fn, hint",
     [
-        (pool_all, "padding included"),
-        (pool_count_n, "not out of the count"),
+        (pool_all, "padding was included"),
+        (pool_times_mask, "a zero beats real values"),
+        (pool_mean, "mean pooling"),
         (pool_cls, "[CLS] vector"),
+        (pool_wrong_axis, "shape"),
         (stub, "NotImplementedError"),
     ],
 )
-def test_mean_pool_mistakes_get_their_hint(fn, hint):
+def test_max_pool_mistakes_get_their_hint(fn, hint):
     with pytest.raises(ExerciseError, match=None) as err:
-        check_mean_pool(fn)
+        check_max_pool(fn)
     assert hint in str(err.value)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from ..models.generation import top_p_filter
 from . import (
@@ -43,45 +42,77 @@ REFERENCES = {
 }
 
 
-def _next_token_losses(logits: torch.Tensor, ids: torch.Tensor) -> dict[str, float]:
+def _next_token_losses(logits: torch.Tensor, ids: torch.Tensor, pad_id: int) -> dict[str, float]:
     """The right loss and the values of the usual mistakes, each with the hint it deserves."""
-    v = logits.shape[-1]
+    logp = torch.log_softmax(logits.double(), dim=-1)  # (B, n, V)
 
-    def ce(lg, tg, reduction="mean"):
-        return F.cross_entropy(lg.reshape(-1, v), tg.reshape(-1), reduction=reduction).item()
+    def picked(lp, targets):  # -log p(target) at every position: (B, m)
+        return -lp.gather(-1, targets[..., None])[..., 0]
 
-    logp = torch.log_softmax(logits[:, :-1], dim=-1)
-    picked = logp.gather(-1, ids[:, 1:, None])[..., 0]
+    nll = picked(logp[:, :-1], ids[:, 1:])  # position t predicts the token at t + 1
+    counts = ids[:, 1:] != pad_id  # ... and counts only when that token is real
+    real_in = ids[:, :-1] != pad_id
+    per_sequence = [nll[b][counts[b]].mean() for b in range(len(ids)) if counts[b].any()]
     return {
-        "right": ce(logits[:, :-1], ids[:, 1:]),
-        "position t scores token t itself: the targets were not shifted; logits[:, :-1] "
-        "predict ids[:, 1:]": ce(logits, ids),
-        "shifted the wrong way: position t predicts token t + 1, so pair logits[:, :-1] with "
-        "ids[:, 1:] (not logits[:, 1:] with ids[:, :-1])": ce(logits[:, 1:], ids[:, :-1]),
-        "this is the sum over all predictions; the loss is their mean": ce(
-            logits[:, :-1], ids[:, 1:], "sum"
-        ),
+        "right": nll[counts].mean().item(),
+        "the predictions whose target is padding were counted: leave out every position whose "
+        "target (the token it predicts) is pad_id": nll.mean().item(),
+        "you left out the positions whose INPUT token is padding; what decides whether a "
+        "prediction counts is the token it predicts, one position later": nll[real_in].mean().item(),
+        "divide by the number of predictions that count, not by all B * (n - 1) of them":
+        (nll[counts].sum() / nll.numel()).item(),
+        "that is the mean of each sequence's mean; the loss is the mean over all the predictions "
+        "that count, so a longer sequence weighs more": torch.stack(per_sequence).mean().item(),
+        "this is the sum over the predictions that count; the loss is their mean":
+        nll[counts].sum().item(),
+        "position t scores token t itself: the targets were not shifted; the scores at t predict "
+        "the token at t + 1": picked(logp, ids)[ids != pad_id].mean().item(),
+        "shifted the wrong way: the scores at position t are for the token at t + 1, not t - 1":
+        picked(logp[:, 1:], ids[:, :-1])[real_in].mean().item(),
         "the raw scores were used as log-probabilities; apply log_softmax (or use "
-        "F.cross_entropy, which does)": -logits[:, :-1].gather(-1, ids[:, 1:, None]).mean().item(),
-        "this is the probability, not minus its log, of the target; take -log": -picked.exp()
-        .mean()
-        .item(),
-    }
+        "F.cross_entropy, which does)": -logits.double()[:, :-1].gather(-1, ids[:, 1:, None])[
+            ..., 0
+        ][counts].mean().item(),
+        "this is the probability, not minus its log, of the target; take -log":
+        -(-nll).exp()[counts].mean().item(),
+    }  # fmt: skip
+
+
+def _padded_ids(gen: torch.Generator, b: int, n: int, v: int, pad_id: int,
+                lengths: list[int] | None = None) -> torch.Tensor:  # fmt: skip
+    """A batch of ``b`` right-padded sequences of real tokens (never ``pad_id``)."""
+    ids = torch.randint(0, v - 1, (b, n), generator=gen)
+    ids = ids + (ids >= pad_id).long()  # skip the pad id
+    if lengths is None:
+        lengths = torch.randint(1, n + 1, (b,), generator=gen).tolist()
+        lengths[0] = n  # at least one full sequence
+    for row, length in enumerate(lengths):
+        ids[row, length:] = pad_id
+    return ids
 
 
 def check_next_token_loss(student_fn, *, seed: int = 0) -> None:
-    """Exercise 11.1: ``next_token_loss(logits, ids) -> float``, the causal LM loss in nats/token.
+    """Exercise 11.1: ``next_token_loss(logits, ids, pad_id) -> float``, the causal LM loss in
+    nats/token of a right-padded batch.
 
     ``logits (B, n, V)`` are the model's outputs on ``ids (B, n)``; position ``t`` scores the
-    token at ``t + 1``. The mean cross-entropy over the ``B * (n - 1)`` predictions.
+    token at ``t + 1``; the sequences are padded on the right with ``pad_id``. The mean
+    cross-entropy over the predictions whose target is a real token (``F.cross_entropy`` with
+    ``ignore_index=pad_id`` on the shifted targets).
     """
     ex = "11.1"
     gen = torch.Generator().manual_seed(1100 + seed)
-    for b, n, v in [(3, 7, 11), (1, 2, 5), (2, 12, 40)]:
+    cases = [(3, 7, 11, 0, [7, 4, 2]), (1, 2, 5, 4, [2]), (4, 12, 40, 39, [12, 9, 1, 5])]
+    if seed:
+        cases = [(int(torch.randint(1, 6, (1,), generator=gen)), int(n), int(v),
+                  int(torch.randint(0, int(v), (1,), generator=gen)), None)
+                 for n, v in ((2, 5), (7, 11), (int(torch.randint(3, 20, (1,), generator=gen)),
+                                                int(torch.randint(3, 60, (1,), generator=gen))))]  # fmt: skip
+    for b, n, v, pad_id, lengths in cases:
         logits = 2 * torch.randn(b, n, v, generator=gen)
-        ids = torch.randint(0, v, (b, n), generator=gen)
+        ids = _padded_ids(gen, b, n, v, pad_id, lengths)
         frozen_ids = Built("course_lib.checks.given_torch:read_only_tensor", data=ids.tolist())
-        got = call_student_frozen(ex, student_fn, logits.clone(), frozen_ids)
+        got = call_student_frozen(ex, student_fn, logits.clone(), frozen_ids, pad_id)
         if isinstance(got, torch.Tensor):
             got = got.as_subclass(torch.Tensor) if type(got) is not torch.Tensor else got
         try:
@@ -92,20 +123,24 @@ def check_next_token_loss(student_fn, *, seed: int = 0) -> None:
                 f"expected one number (a float or a 0-d tensor), got {type(got).__name__}.",
                 "return the mean loss, e.g. `F.cross_entropy(...)` or `.item()` of it.",
             ) from None
-        values = _next_token_losses(logits, ids)
+        values = _next_token_losses(logits, ids, pad_id)
         expected = values.pop("right")
         if np.isclose(got, expected, rtol=1e-5, atol=1e-6):
             continue
         hint = next(
-            (h for h, val in values.items() if np.isclose(got, val, rtol=1e-5, atol=1e-6)),
-            "predict ids[:, 1:] from logits[:, :-1]: the mean of -log softmax(logits)[target].",
-        )
+            (h for h, val in values.items() if np.isclose(got, val, rtol=1e-5, atol=1e-6)
+             and not np.isclose(val, expected, rtol=1e-5, atol=1e-6)),
+            "which scores predict which token, and which of those predictions have a target "
+            "that is a real token?",
+        )  # fmt: skip
         raise ExerciseError(
             ex,
-            f"loss for logits of shape {(b, n, v)}:\n  expected {expected:.6f}\n  got      {got:.6f}",
+            f"loss for logits of shape {(b, n, v)}, pad_id = {pad_id}, padded ids "
+            f"{ids.tolist() if ids.numel() <= 40 else '(hidden)'}:\n  expected {expected:.6f}\n"
+            f"  got      {got:.6f}",
             hint,
         )
-    passed(ex, "the next-token loss uses the targets shifted by one")
+    passed(ex, "the next-token loss of a padded batch")
 
 
 def _keep_reference(probs: np.ndarray, p: float) -> np.ndarray:

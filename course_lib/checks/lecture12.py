@@ -10,57 +10,70 @@ import numpy as np
 from . import ExerciseError, call_student, check_array, hidden_rng, passed
 from .given import shipped_sweep, shipped_test_predictions
 
-__all__ = ["check_mean_pool", "check_head_loss", "check_best_setting", "check_paired_counts",
+__all__ = ["check_max_pool", "check_head_loss", "check_best_setting", "check_paired_counts",
            "one_standard_error_choice", "shipped_test_predictions", "shipped_sweep"]  # fmt: skip
 
 # The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
 # an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
 REFERENCES = {
-    "12.1": (
-        "course_lib.models.classifier.mean_pool",
-        "course_lib.models.classifier.segment_mean_pool",
-    ),
+    "12.1": (),
     "12.2": (),
     "12.3": (),
     "12.4": (),
 }
 
 
-def _padded_batch(rng: np.random.Generator):
-    batch, n, h = 4, 7, 5
+def _padded_batch(rng: np.random.Generator, seed: int):
+    """A padded batch: lengths 7, 4, 1, 5 (seed 0) or hidden ones; the padded vectors are
+    garbage larger than every real value, and one sentence's real values are all negative (so a
+    padded zero would beat them)."""
+    batch, n, h = (4, 7, 5) if seed == 0 else (int(rng.integers(3, 7)), int(rng.integers(4, 12)),
+                                               int(rng.integers(2, 9)))  # fmt: skip
+    lengths = [7, 4, 1, 5] if seed == 0 else [n, *rng.integers(1, n, size=batch - 1).tolist()]
     hidden = rng.normal(size=(batch, n, h))
-    lengths = np.array([7, 4, 1, 5])
-    mask = (np.arange(n)[None, :] < lengths[:, None]).astype(np.int64)
+    mask = (np.arange(n)[None, :] < np.array(lengths)[:, None]).astype(np.int64)
+    hidden[1] = -np.abs(hidden[1]) - 0.1  # a sentence whose every real value is negative
     hidden[mask == 0] += 50.0  # padded vectors are garbage: they must not count
     return hidden, mask
 
 
-def check_mean_pool(student_fn, *, seed: int = 0) -> None:
-    """Exercise 12.1: ``mean_pool(hidden (b, n, H), mask (b, n)) -> (b, H)`` over real tokens."""
+def check_max_pool(student_fn, *, seed: int = 0) -> None:
+    """Exercise 12.1: ``max_pool(hidden (b, n, H), mask (b, n)) -> (b, H)``: for each sentence
+    and feature, the largest value over its real tokens (max pooling, as sentence-transformers'
+    ``pooling_mode_max_tokens``), the padding left out. Seed 0: the notebook's batch; other
+    seeds: hidden sizes and lengths (sentence 1 always padded, its real values all negative)."""
     ex = "12.1"
-    hidden, mask = _padded_batch(np.random.default_rng(seed))
+    rng = hidden_rng(seed, 121) if seed else np.random.default_rng(0)
+    hidden, mask = _padded_batch(rng, seed)
     got = call_student(ex, student_fn, hidden.copy(), mask.copy())
-    m = mask[..., None].astype(float)
-    expected = (hidden * m).sum(1) / m.sum(1)
-    got_arr = np.asarray(got, dtype=float) if not isinstance(got, (str, bytes)) else None
+    expected = np.stack([h[m.astype(bool)].max(0) for h, m in zip(hidden, mask, strict=True)])
+    if hasattr(got, "detach") and hasattr(got, "numpy"):  # a torch tensor
+        got = got.detach().numpy()
+    got_arr = None
+    if not isinstance(got, (str, bytes)):
+        try:
+            got_arr = np.asarray(got, dtype=float)
+        except (TypeError, ValueError):
+            got_arr = None
     if got_arr is not None and got_arr.shape == expected.shape:
-        if np.allclose(got_arr, hidden.mean(1)):
-            raise ExerciseError(
-                ex, "you averaged over every position, padding included.",
-                "multiply by the mask before summing: (hidden * mask[..., None]).sum(1).",
-            )  # fmt: skip
-        if np.allclose(got_arr, (hidden * m).sum(1) / hidden.shape[1]):
-            raise ExerciseError(
-                ex, "the padding is left out of the sum but not out of the count.",
-                "divide by the number of real tokens, mask.sum(1)[:, None], not by n.",
-            )  # fmt: skip
-        if np.allclose(got_arr, hidden[:, 0]):
-            raise ExerciseError(
-                ex, "you returned the [CLS] vector (position 0), not the mean.",
-                "average the vectors of all real tokens.",
-            )  # fmt: skip
-    check_array(ex, got, expected, what="mean-pooled vectors (batch, H)", rtol=1e-5, atol=1e-8)
-    passed(ex, "mean pooling leaves the padding out")
+        m = mask[..., None].astype(float)
+        mistakes = {
+            "the padding was included: the padded vectors are garbage, and here they are "
+            "larger than every real value.": hidden.max(1),
+            "multiplying by the mask turns the padded vectors into zeros, and a zero beats real "
+            "values that are all negative: leave the padded positions out of the max instead.":
+            (hidden * m).max(1),
+            "that is the mean of the real tokens (mean pooling); max pooling keeps each "
+            "feature's largest value.": (hidden * m).sum(1) / m.sum(1),
+            "you returned the [CLS] vector (position 0), not the largest values.": hidden[:, 0],
+        }  # fmt: skip
+        for hint, wrong in mistakes.items():
+            if np.allclose(got_arr, wrong) and not np.allclose(wrong, expected):
+                raise ExerciseError(ex, f"max-pooled vectors for a batch with lengths "
+                                    f"{mask.sum(1).tolist()}: not the largest real values.",
+                                    hint)  # fmt: skip
+    check_array(ex, got, expected, what="max-pooled vectors (batch, H)", rtol=1e-6, atol=1e-12)
+    passed(ex, "max pooling leaves the padding out")
 
 
 _INIT_SCALE, _HIDDEN = 0.02, 384  # BERT's initializer_range; MiniLM's hidden size

@@ -57,6 +57,7 @@ ANSWERS = {
     ),
     "12.3": ("12_fine_tuning", [(["(3e-4, 2)", "(0.0003, 2)"], [""])]),
     "12.4": ("12_fine_tuning", [(["332"], ["wins", "right only"]), (["147"], ["right only"])]),
+    "13.1": ("13_modern_transformer", [(_numbers(29), ["never", "turn", "slow"])]),
     "13.3": ("13_modern_transformer", [(["np.tile"], ["not"])]),
     "13.4": (
         "13_modern_transformer",

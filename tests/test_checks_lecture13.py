@@ -1,6 +1,9 @@
 """Lecture 13 checks: right answers (two ways each) pass; realistic mistakes get their hint; the
 stub fails; hidden seeds give the same verdicts."""
 
+import math
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -132,7 +135,6 @@ def rotate_from_one(x, positions, theta):
 
 
 RIGHT = [
-    (check_rotate_pairs, rotate_complex, rotate_matrices, "13.1 passed: rotary position"),
     (check_rms_norm, rms_plain, rms_via_norm, "13.2 passed: RMSNorm by hand"),
     (check_repeat_kv_heads, repeat_np, repeat_by_index, "13.3 passed: repeat K/V heads"),
 ]
@@ -178,10 +180,44 @@ def test_mistakes_get_their_hint(check, wrong, fragment):
         assert "not right yet" in str(err.value)
 
 
-@pytest.mark.parametrize("check", [c for c, *_ in RIGHT])
+@pytest.mark.parametrize("check", [check_rotate_pairs] + [c for c, *_ in RIGHT])
 def test_stub_fails(check):
     with pytest.raises(ExerciseError, match=STUB_MESSAGE):
         check(_stub)
+
+
+# --- 13.1 (the rotation, then the prediction written before it) --------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+@pytest.mark.parametrize("fn", [rotate_complex, rotate_matrices])
+def test_rotate_pairs_passes_right_answers(fn, seed, capsys):
+    check_rotate_pairs(fn, 29, seed=seed)
+    check_rotate_pairs(fn, 29.0, seed=seed)  # a count written as a float
+    assert capsys.readouterr().out.count("✅ Exercise 13.1 passed: rotary position") == 2
+
+
+def test_the_slow_pairs_of_a_llama_3_head_by_hand():
+    """29, by hand: pair i turns 500,000 ** (-i / 64) rad per position, and 8,191 times that is
+    at least 2 pi while i <= 64 ln(8,191 / 2 pi) / ln 500,000 = 34.98: pairs 0..34 turn."""
+    from course_lib.checks.lecture13 import slow_pairs
+
+    assert 64 * math.log(8191 / (2 * math.pi)) / math.log(500_000) == pytest.approx(34.98, abs=0.01)
+    assert slow_pairs(128, 500_000.0, 8192) == 64 - 35 == 29
+    assert slow_pairs(16, 10_000.0, 64) == 5  # the lecture's tiny model (printed in section 2)
+
+
+@pytest.mark.parametrize(
+    ("predicted", "fragment"),
+    [(None, "prediction is missing"), ("29", "a Python int"), (35, "DO complete"),
+     (14, "theta = 10,000"), (0, "fall too slowly"), (25, "not pi"), (5, "tiny model"),
+     (28, "too low"), (30, "too high")],
+)  # fmt: skip
+def test_the_prediction_of_13_1_is_graded_never_told(predicted, fragment):
+    with pytest.raises(ExerciseError, match=fragment) as err:
+        check_rotate_pairs(rotate_complex, predicted)
+    if isinstance(predicted, int):  # a wrong number is never told the right one
+        assert not re.search(r"(?<![\d.])29(?![\d])", str(err.value)), str(err.value)
 
 
 # --- 13.4 (predict, then measure: what a KV cache keeps of a position) ---------------------------

@@ -22,6 +22,7 @@ from . import (
     call_student,
     check_array,
     check_diagnosis,
+    check_prediction,
     hidden_rng,
     passed,
 )
@@ -96,8 +97,57 @@ def _rope_mistakes(x: np.ndarray, positions: np.ndarray, theta: float):
     ]  # fmt: skip
 
 
-def check_rotate_pairs(student_fn, *, seed: int = 0) -> None:
-    """Exercise 13.1: RoPE on ``x (n, d)`` with interleaved pairs."""
+# The prediction of 13.1: Llama 3's heads (width 128, theta 500,000), trained on 8,192 tokens.
+SLOW_PAIRS_HEAD = {"d": 128, "theta": 500000.0, "length": 8192}
+
+
+def slow_pairs(d: int, theta: float, length: int) -> int:
+    """How many of a head's d/2 RoPE pairs never complete a full turn (2 pi) between two tokens
+    at most ``length - 1`` apart: pair i turns by theta ** (-2i / d) per position."""
+    omega = theta ** (-np.arange(0, d, 2) / d)  # (d/2,)
+    return int(((length - 1) * omega < 2 * np.pi).sum())
+
+
+def _check_slow_pairs_prediction(ex: str, predicted) -> None:
+    """13.1's prediction, worked out before the rotation is written: the pairs of a Llama 3 head
+    that never complete a turn within its training length. Told too low or too high and the
+    mistake it matches, never the value."""
+    if predicted is None:
+        raise ExerciseError(ex, "predicted_slow_pairs: your prediction is missing.",
+                            "work it out BEFORE you write the rotation, in the cell above it, "
+                            "and pass it to this check.")  # fmt: skip
+    if isinstance(predicted, (float, np.floating)) and float(predicted).is_integer():
+        predicted = int(predicted)  # 29.0 is a count written differently
+    h = SLOW_PAIRS_HEAD
+    want = slow_pairs(h["d"], h["theta"], h["length"])
+    omega = h["theta"] ** (-np.arange(0, h["d"], 2) / h["d"])  # (d/2,): pair i's frequency
+    by_pair_number = h["theta"] ** (-np.arange(h["d"] // 2) / h["d"])  # the exponent i / d
+    hints = {
+        h["d"] // 2 - want: "that counts the pairs that DO complete a turn.",
+        slow_pairs(h["d"], 10000.0, h["length"]): "that is theta = 10,000 (Llama 2's); Llama 3 "
+        "rotates with theta = 500,000.",
+        int(((h["length"] - 1) * by_pair_number < 2 * np.pi).sum()): "your frequencies fall too "
+        "slowly: the exponent counts the pair's first DIMENSION (0, 2, 4, ...), not the pair's "
+        "number.",
+        int(((h["length"] - 1) * omega < np.pi).sum()): "a full turn is 2 pi, not pi.",
+        slow_pairs(16, 10000.0, 64): "that is the lecture's tiny model (width 16, 64 tokens).",
+    }  # fmt: skip
+    hints.pop(want, None)
+    check_prediction(
+        ex, predicted, want,
+        what="predicted_slow_pairs, the pairs of a Llama 3 head (width 128, theta = 500,000) that "
+        "never complete a turn within 8,192 tokens",
+        too_low="more pairs than that turn by less than a full circle over 8,191 positions: "
+        "find the first pair whose frequency times 8,191 stays below 2 pi.",
+        too_high="fewer pairs than that stay below a full turn: find the first pair whose "
+        "frequency times 8,191 stays below 2 pi.",
+        hints=hints, not_int="write the number of pairs as a Python int.",
+    )  # fmt: skip
+
+
+def check_rotate_pairs(student_fn, predicted_slow_pairs=None, *, seed: int = 0) -> None:
+    """Exercise 13.1: RoPE on ``x (n, d)`` with interleaved pairs; then the prediction written
+    before it (:func:`_check_slow_pairs_prediction`)."""
     ex = "13.1"
     rng = np.random.default_rng(seed)
     cases = [
@@ -115,6 +165,7 @@ def check_rotate_pairs(student_fn, *, seed: int = 0) -> None:
         got = _as_array(ex, got, what, x.shape)
         _diagnose(ex, got, rope(x, positions, theta), what, _rope_mistakes(x, positions, theta),
                   "try the case above by hand: which pair turns, by how much, and which way?")  # fmt: skip
+    _check_slow_pairs_prediction(ex, predicted_slow_pairs)
     passed(ex, "rotary position embedding")
 
 

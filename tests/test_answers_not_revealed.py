@@ -55,9 +55,18 @@ ANSWERS = {
             (["(1, 0)", "layer 1, head 0"], ["[CLS]", "cls"]),
         ],
     ),
-    "12.3": ("12_fine_tuning", [(["(1e-4, 7)", "(0.0001, 7)"], [""])]),
+    "12.3": ("12_fine_tuning", [(["(3e-4, 2)", "(0.0003, 2)"], [""])]),
     "12.4": ("12_fine_tuning", [(["332"], ["wins", "right only"]), (["147"], ["right only"])]),
+    "13.1": ("13_modern_transformer", [(_numbers(29), ["never", "turn", "slow"])]),
     "13.3": ("13_modern_transformer", [(["np.tile"], ["not"])]),
+    "13.4": (
+        "13_modern_transformer",
+        [(['predicted = "values"', "predicted = 'values'", "only the values"], [""])],
+    ),
+    "14.4": (
+        "14_assistant",
+        [(["answers 6", "replies 6", 'predicted = "6"', "predicted = '6'", "largest count"], [""])],
+    ),
     "16.1": ("16_open_models", [(_numbers(0.7 / 0.9) + _numbers(0.2 / 0.9), ["weight"])]),
     "16.4": ("16_open_models", [(["575668224", "575,668,224"], [""])]),
     "3.4": ("03_multi_head_attention", [(["3 h d_{head} + d_{model}"], [""])]),
@@ -65,6 +74,7 @@ ANSWERS = {
         "11_gpt",
         [(["2 · layers · tokens · d_model", "2 * num_layers * tokens * d_model"], [""])],
     ),
+    "11.5": ("11_gpt", [(["(1 - q) ** n", "1 - (1 - q", "(1 - q_i)^n"], [""])]),
     # the constructions, now functions of hidden inputs: their rules
     "2.4": ("02_qkv_self_attention", [(["share / (1 - share)"], [""])]),
     "3.5": ("03_multi_head_attention", [(["share / (1 - share)"], [""])]),
@@ -128,6 +138,12 @@ def test_the_search_finds_a_leak_in_a_solution_only_cell():
     assert leaks(texts, *ANSWERS["4.4"][1][0])
 
 
+def _distinct_secret() -> str:
+    """Exercise 11.5's first expected count (the confident position, T = 0.5, no top-p)."""
+    logits, t, p, n = lecture11._distinct_cases(0)[0]
+    return f"{lecture11._distinct_values(logits, t, p, n)['right']:.4f}"
+
+
 @pytest.mark.parametrize(
     ("check", "answer", "secret"),
     [
@@ -136,6 +152,7 @@ def test_the_search_finds_a_leak_in_a_solution_only_cell():
         (lecture08.check_masking_statistics, lambda v, n, rng: (0.2, 0.1), "0.135"),
         (lecture10.check_overflow_points, lambda d: 88, "89"),
         (lecture11.check_kv_cache_numbers, lambda *a: 2 * 24 * 512 * 1024, "100663296"),
+        (lecture11.check_distinct_tokens, lambda *a: 3.0, _distinct_secret()),
     ],
 )
 def test_a_failed_predict_then_measure_check_never_prints_the_value(check, answer, secret):
@@ -167,13 +184,26 @@ SUMMARY_ANSWERS = {
     "05_transformer_layer": {"5.4": ["2(4d^2 + 4d)"]},
     "08_bert": {"8.4": ["fewer input tokens change"]},
     "10_attention_at_scale": {"10.1": [r"e^{m_\text{old} - m_\text{new}}"]},
-    "11_gpt": {"11.2": ["cross *p*", "crosses *p*"], "11.3": ["2 · layers"]},
-    "12_fine_tuning": {"12.1": ["*real* tokens"], "12.2": [r"\ln c"], "12.3": ["validation data"]},
-    "13_modern_transformer": {"13.3": ["np.repeat", "next to each other"]},
+    "11_gpt": {
+        "11.1": ["ignore_index", "its *target*"],
+        "11.2": ["cross *p*", "crosses *p*"],
+        "11.3": ["2 · layers", "fewer heads are wider"],
+        "11.5": ["1 - (1 - q", "divides the scores by `T` first"],
+    },
+    "12_fine_tuning": {
+        "12.1": ["*real* tokens", "-\\infty", "-np.inf"],
+        "12.2": [r"\ln c", "a little above"],
+        "12.3": ["validation data"],
+    },
+    "13_modern_transformer": {
+        "13.3": ["np.repeat", "next to each other"],
+        "13.4": ["only the values"],
+    },
     "14_assistant": {
         "14.1": ["up to and including"],
         "14.2": ["alpha / r"],
-        "14.3": ["log sigmoid"],
+        "14.3": ["log sigmoid", "logaddexp"],
+        "14.4": ["answers 6", "largest count"],
         "14.5": ["d / 2"],
     },
     "15_inference": {

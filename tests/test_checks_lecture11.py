@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from course_lib.checks import ExerciseError
 from course_lib.checks.lecture11 import (
     check_diagnose_sampler,
+    check_distinct_tokens,
     check_kv_cache_numbers,
     check_next_token_loss,
     check_top_p_keep,
@@ -20,79 +21,116 @@ from tests._exercise_stub import STUB_MESSAGE, stub
 # ----------------------------------------------------------------------------------- 11.1
 
 
-def loss_reference(logits, ids):
+def loss_reference(logits, ids, pad_id):  # the solution: cross_entropy's ignore_index
     v = logits.shape[-1]
-    return F.cross_entropy(logits[:, :-1].reshape(-1, v), ids[:, 1:].reshape(-1))
+    return F.cross_entropy(
+        logits[:, :-1].reshape(-1, v), ids[:, 1:].reshape(-1), ignore_index=pad_id
+    ).item()
 
 
-def loss_by_hand(logits, ids):  # written differently: numpy, an explicit loop
+def loss_masked_mean(logits, ids, pad_id):  # written differently: a mask, float32, a 0-d tensor
+    logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+    nll = -logp.gather(-1, ids[:, 1:, None])[..., 0]
+    counts = (ids[:, 1:] != pad_id).float()
+    return (nll * counts).sum() / counts.sum()
+
+
+def loss_by_hand(logits, ids, pad_id):  # written differently: numpy, an explicit loop
     lg, ids = logits.numpy().astype(np.float64), ids.numpy()
     total, count = 0.0, 0
     for b in range(lg.shape[0]):
         for t in range(lg.shape[1] - 1):
+            if ids[b, t + 1] == pad_id:
+                continue
             row = lg[b, t] - lg[b, t].max()
             total -= row[ids[b, t + 1]] - np.log(np.exp(row).sum())
             count += 1
     return total / count
 
 
-def loss_unshifted(logits, ids):
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids.reshape(-1))
-
-
-def loss_wrong_way(logits, ids):
-    return F.cross_entropy(logits[:, 1:].reshape(-1, logits.shape[-1]), ids[:, :-1].reshape(-1))
-
-
-def loss_summed(logits, ids):
+def _ce(logits, targets, pad_id=None, reduction="mean"):
     v = logits.shape[-1]
-    return F.cross_entropy(logits[:, :-1].reshape(-1, v), ids[:, 1:].reshape(-1), reduction="sum")
+    return F.cross_entropy(logits.reshape(-1, v), targets.reshape(-1), reduction=reduction,
+                           ignore_index=-100 if pad_id is None else pad_id)  # fmt: skip
 
 
-def loss_no_softmax(logits, ids):
-    return -logits[:, :-1].gather(-1, ids[:, 1:, None]).mean()
+def loss_pad_counted(logits, ids, pad_id):  # the old exercise's answer: padding targets count
+    return _ce(logits[:, :-1], ids[:, 1:])
 
 
-def loss_probability(logits, ids):
-    p = torch.softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None])
-    return -p.mean()
+def loss_masked_by_input(logits, ids, pad_id):
+    keep = ids[:, :-1] != pad_id
+    nll = F.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none")
+    return nll[keep].mean()
 
 
-def loss_as_list(logits, ids):
+def loss_over_all_positions(logits, ids, pad_id):
+    return _ce(logits[:, :-1], ids[:, 1:], pad_id, "sum") / (ids.shape[0] * (ids.shape[1] - 1))
+
+
+def loss_mean_of_means(logits, ids, pad_id):
+    nll = F.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none")
+    keep = ids[:, 1:] != pad_id
+    return torch.stack([nll[b][keep[b]].mean() for b in range(len(ids)) if keep[b].any()]).mean()
+
+
+def loss_unshifted(logits, ids, pad_id):
+    return _ce(logits, ids, pad_id)
+
+
+def loss_wrong_way(logits, ids, pad_id):
+    return _ce(logits[:, 1:], ids[:, :-1], pad_id)
+
+
+def loss_summed(logits, ids, pad_id):
+    return _ce(logits[:, :-1], ids[:, 1:], pad_id, "sum")
+
+
+def loss_no_softmax(logits, ids, pad_id):
+    keep = ids[:, 1:] != pad_id
+    return -logits[:, :-1].gather(-1, ids[:, 1:, None])[..., 0][keep].mean()
+
+
+def loss_probability(logits, ids, pad_id):
+    keep = ids[:, 1:] != pad_id
+    p = torch.softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None])[..., 0]
+    return -p[keep].mean()
+
+
+def loss_as_list(logits, ids, pad_id):
     return [1.0, 2.0]
 
 
-def loss_in_place(logits, ids):  # the review's: shifts the caller's ids in place
+def loss_in_place(logits, ids, pad_id):  # the review's: shifts the caller's ids in place
     ids[:, :-1] = ids[:, 1:].clone()
-    return (
-        loss_reference(logits, ids)
-        if False
-        else F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, :-1].reshape(-1))
-    )
+    return _ce(logits[:, :-1], ids[:, :-1], pad_id)
 
 
-def loss_copy_then_change(logits, ids):  # changes a copy: right
+def loss_copy_then_change(logits, ids, pad_id):  # changes a copy: right
     targets = ids.clone()
     targets[:, :-1] = targets[:, 1:].clone()
-    return F.cross_entropy(
-        logits[:, :-1].reshape(-1, logits.shape[-1]), targets[:, :-1].reshape(-1)
-    )
+    return _ce(logits[:, :-1], targets[:, :-1], pad_id)
 
 
-@pytest.mark.parametrize("seed", [0, 3])
-def test_next_token_loss_passes_right_answers(capsys, seed):
-    check_next_token_loss(loss_reference, seed=seed)
-    check_next_token_loss(loss_by_hand, seed=seed)
-    check_next_token_loss(loss_copy_then_change, seed=seed)
-    assert capsys.readouterr().out.count("Exercise 11.1 passed") == 3
+@pytest.mark.parametrize("seed", [0, 3, 11])
+@pytest.mark.parametrize(
+    "fn", [loss_reference, loss_masked_mean, loss_by_hand, loss_copy_then_change]
+)
+def test_next_token_loss_passes_right_answers(fn, seed, capsys):
+    check_next_token_loss(fn, seed=seed)
+    assert capsys.readouterr().out.count("Exercise 11.1 passed") == 1
 
 
 @pytest.mark.parametrize(
     ("fn", "hint"),
     [
+        (loss_pad_counted, "target is padding were counted"),
+        (loss_masked_by_input, "INPUT token is padding"),
+        (loss_over_all_positions, "not by all B"),
+        (loss_mean_of_means, "mean of each sequence's mean"),
         (loss_unshifted, "not shifted"),
         (loss_wrong_way, "wrong way"),
-        (loss_summed, "sum over all predictions"),
+        (loss_summed, "sum over the predictions"),
         (loss_no_softmax, "log_softmax"),
         (loss_probability, "take -log"),
         (loss_as_list, "expected one number"),
@@ -210,12 +248,39 @@ def _numbers(num_layers, d_model, num_heads, batch, tokens):  # the solution
     return 2 * num_layers * tokens * d_model * batch
 
 
+def _numbers_as_float(num_layers, d_model, num_heads, batch, tokens):  # integer-valued float
+    return float(_numbers(num_layers, d_model, num_heads, batch, tokens))
+
+
+def _numbers_per_head(num_layers, d_model, num_heads, batch, tokens):  # written differently
+    return np.int64(2 * num_layers * batch * tokens * num_heads * (d_model // num_heads))
+
+
 @pytest.mark.parametrize("seed", [0, 1, 7, 123])
-def test_kv_cache_numbers_passes(seed, capsys):
-    check_kv_cache_numbers(_numbers, seed=seed)
-    check_kv_cache_numbers(lambda *a: float(_numbers(*a)), seed=seed)  # a float, integer-valued
-    check_kv_cache_numbers(lambda L, d, h, b, t: np.int64(2 * L * b * t * h * (d // h)), seed=seed)
-    assert capsys.readouterr().out.count("Exercise 11.3 passed") == 3
+@pytest.mark.parametrize("fn", [_numbers, _numbers_as_float, _numbers_per_head])
+def test_kv_cache_numbers_passes(fn, seed, capsys):
+    check_kv_cache_numbers(fn, False, seed=seed)
+    check_kv_cache_numbers(fn, np.bool_(False), seed=seed)
+    assert capsys.readouterr().out.count("Exercise 11.3 passed") == 2
+
+
+def test_kv_cache_numbers_small_models_are_measured_on_real_caches():
+    from course_lib.checks.lecture11 import _measured_numbers, _small_models
+
+    for seed in (0, 1, 7, 123):
+        for model in _small_models(seed):
+            assert _measured_numbers(*model) == _numbers(*model), model
+    assert _measured_numbers(2, 64, 8, 3, 11) == 8448  # the notebook's measurement cell prints it
+
+
+@pytest.mark.parametrize(
+    ("predicted", "hint"),
+    [(True, "did not hold"), (None, "expected your prediction"), ("no", "True or False")],
+)
+def test_kv_cache_numbers_grades_the_heads_prediction_wrong(predicted, hint):
+    with pytest.raises(ExerciseError, match=hint) as err:
+        check_kv_cache_numbers(_numbers, predicted)
+    assert "8448" not in str(err.value)
 
 
 @pytest.mark.parametrize(
@@ -226,7 +291,9 @@ def test_kv_cache_numbers_passes(seed, capsys):
         (lambda L, d, h, b, t: 2 * L * t * d, "each sequence"),
         (lambda L, d, h, b, t: 2 * L * t * d * b * h, "do not multiply"),
         (lambda L, d, h, b, t: 8 * L * t * d * b, "not bytes"),
-        (lambda L, d, h, b, t: _numbers(L, d, h, b, t) + 1, "Which factor of your product"),
+        (lambda L, d, h, b, t: 2 * L * (t - 1) * d * b, "the token just generated"),
+        (lambda L, d, h, b, t: _numbers(L, d, h, b, t) + 1, "does not keep: follow one new token"),
+        (lambda L, d, h, b, t: _numbers(L, d, h, b, t) - 1, "is missing from your count"),
         (lambda L, d, h, b, t: RIGHT, "too high"),  # GPT-2 medium's number: not the small model's
         (lambda L, d, h, b, t: str(RIGHT), "expected an integer"),
         (lambda L, d, h, b, t: None, "expected a value, got None"),
@@ -234,10 +301,10 @@ def test_kv_cache_numbers_passes(seed, capsys):
 )
 def test_kv_cache_numbers_names_the_mistake(fn, hint):
     with pytest.raises(ExerciseError, match=hint) as err:
-        check_kv_cache_numbers(fn)
+        check_kv_cache_numbers(fn, False)
     assert not re.search(r"expected \d", str(err.value))  # too low / too high, never the answer
     with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_kv_cache_numbers(stub)
+        check_kv_cache_numbers(stub, False)
 
 
 # --- 11.4 (diagnose a broken sampler from its outputs) -----------------------------------------
@@ -316,3 +383,132 @@ def test_diagnose_sampler_gets_a_sampler_object_not_its_name():
     assert "unsorted" not in repr(sampler) and sampler([0.5, 0.5], 0.4).tolist() == [True, False]
     with pytest.raises(ValueError, match="fault must be one of"):
         mystery_sampler("random")
+
+
+# --- 11.5 (predict, then measure: different tokens in n draws) ---------------------------------
+
+
+def distinct_reference(logits, temperature, top_p, n):  # the solution: numpy, float64
+    z = logits / temperature
+    probs = np.exp(z - z.max())
+    probs /= probs.sum()
+    order = np.argsort(-probs)
+    before = np.cumsum(probs[order]) - probs[order]
+    keep = np.zeros(len(probs), dtype=bool)
+    keep[order[before < top_p]] = True
+    q = np.where(keep, probs, 0.0) / probs[keep].sum()
+    return float((1 - (1 - q) ** n).sum())
+
+
+def distinct_torch_float32(logits, temperature, top_p, n):  # written differently: torch, float32
+    import torch
+
+    from course_lib.models.generation import top_p_filter
+
+    scores = top_p_filter(torch.tensor(logits, dtype=torch.float32)[None] / temperature, top_p)
+    never = (1 - torch.softmax(scores, dim=-1)) ** n  # chance a token never comes out
+    return (1 - never).sum()  # a 0-d tensor
+
+
+def distinct_loop(logits, temperature, top_p, n):  # written differently: a loop, 1 - P(missed)
+    probs = [np.exp(x / temperature) for x in logits]
+    probs = [x / sum(probs) for x in probs]
+    kept, total = [], 0.0
+    for i in sorted(range(len(probs)), key=lambda i: -probs[i]):
+        if total >= top_p:
+            break
+        kept.append(i)
+        total += probs[i]
+    mass = sum(probs[i] for i in kept)
+    return sum(1 - (1 - probs[i] / mass) ** n for i in kept)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 123])
+@pytest.mark.parametrize("fn", [distinct_reference, distinct_torch_float32, distinct_loop])
+def test_distinct_tokens_passes_right_answers(fn, seed, capsys):
+    check_distinct_tokens(fn, seed=seed)
+    assert "Exercise 11.5 passed" in capsys.readouterr().out
+
+
+def _probs(logits, temperature):
+    e = np.exp(logits / temperature - (logits / temperature).max())
+    return e / e.sum()
+
+
+def _nucleus(probs, top_p, strict=False):
+    order = np.argsort(-probs)
+    total = np.cumsum(probs[order]) if strict else np.cumsum(probs[order]) - probs[order]
+    keep = np.zeros(len(probs), dtype=bool)
+    keep[order[total <= top_p if strict else total < top_p]] = True
+    return keep
+
+
+def distinct_filter_first(logits, temperature, top_p, n):
+    keep = _nucleus(_probs(logits, 1.0), top_p)
+    probs = _probs(logits, temperature)
+    q = np.where(keep, probs, 0) / probs[keep].sum()
+    return float((1 - (1 - q) ** n).sum())
+
+
+def distinct_not_renormalised(logits, temperature, top_p, n):
+    probs = _probs(logits, temperature)
+    q = np.where(_nucleus(probs, top_p), probs, 0)
+    return float((1 - (1 - q) ** n).sum())
+
+
+def distinct_nucleus_size(logits, temperature, top_p, n):
+    return int(_nucleus(_probs(logits, temperature), top_p).sum())
+
+
+def distinct_n_times_p(logits, temperature, top_p, n):
+    probs = _probs(logits, temperature)
+    keep = _nucleus(probs, top_p)
+    q = np.where(keep, probs, 0) / probs[keep].sum()
+    return float(np.minimum(1, n * q).sum())
+
+
+def distinct_times_t(logits, temperature, top_p, n):
+    return distinct_reference(logits, 1 / temperature, top_p, n)
+
+
+def distinct_no_temperature(logits, temperature, top_p, n):
+    return distinct_reference(logits, 1.0, top_p, n)
+
+
+def distinct_never_drawn(logits, temperature, top_p, n):
+    probs = _probs(logits, temperature)
+    keep = _nucleus(probs, top_p)
+    q = probs[keep] / probs[keep].sum()
+    return float(((1 - q) ** n).sum())
+
+
+def distinct_drops_crossing(logits, temperature, top_p, n):
+    probs = _probs(logits, temperature)
+    keep = _nucleus(probs, top_p, strict=True)
+    if not keep.any():
+        return 0.0
+    q = np.where(keep, probs, 0) / probs[keep].sum()
+    return float((1 - (1 - q) ** n).sum())
+
+
+@pytest.mark.parametrize(
+    ("fn", "hint"),
+    [
+        (distinct_filter_first, "before the temperature"),
+        (distinct_not_renormalised, "rescaled to add up to 1"),
+        (distinct_nucleus_size, "how many tokens CAN come out"),
+        (distinct_n_times_p, "a token drawn twice counts once"),
+        (distinct_times_t, "does not multiply"),
+        (distinct_no_temperature, "softmax\\(scores / T\\)"),
+        (distinct_never_drawn, "never come out"),
+        (distinct_drops_crossing, "reach p, too"),
+        (lambda *a: 3.0, "one token at a time"),
+        (lambda *a: "4", "expected one number"),
+    ],
+)
+def test_distinct_tokens_names_the_mistake(fn, hint):
+    with pytest.raises(ExerciseError, match=hint) as err:
+        check_distinct_tokens(fn)
+    assert not re.search(r"expected \d", str(err.value))  # too low / too high, never the value
+    with pytest.raises(ExerciseError, match=STUB_MESSAGE):
+        check_distinct_tokens(stub)

@@ -7,7 +7,7 @@ from course_lib.checks import ExerciseError
 from course_lib.checks.lecture12 import (
     check_best_setting,
     check_head_loss,
-    check_mean_pool,
+    check_max_pool,
     check_paired_counts,
 )
 
@@ -16,25 +16,46 @@ def stub(*args):
     raise NotImplementedError("Exercise: replace this line with your answer")
 
 
-def pool_good(hidden, mask):
+def pool_good(hidden, mask):  # the solution: padded positions set to -inf
+    return np.where(mask[..., None] == 1, hidden, -np.inf).max(axis=1)
+
+
+def pool_good_loop(hidden, mask):  # written differently: one sentence at a time
+    return np.stack([h[m.astype(bool)].max(0) for h, m in zip(hidden, mask, strict=True)])
+
+
+def pool_good_torch_float32(hidden, mask):  # written differently: torch, float32, masked_fill
+    import torch
+
+    h = torch.as_tensor(hidden, dtype=torch.float32)
+    pad = torch.as_tensor(mask)[..., None] == 0
+    return h.masked_fill(pad, float("-inf")).amax(dim=1)
+
+
+def pool_good_min_shift(hidden, mask):  # written differently: padding pushed below the minimum
+    low = hidden.min() - 1.0
+    return np.where(mask[..., None].astype(bool), hidden, low).max(1)
+
+
+def pool_all(hidden, mask):
+    return hidden.max(1)
+
+
+def pool_times_mask(hidden, mask):
+    return (hidden * mask[..., None]).max(1)
+
+
+def pool_mean(hidden, mask):
     m = mask[..., None]
     return (hidden * m).sum(1) / m.sum(1)
 
 
-def pool_good_loop(hidden, mask):
-    return np.stack([h[m.astype(bool)].mean(0) for h, m in zip(hidden, mask, strict=True)])
-
-
-def pool_all(hidden, mask):
-    return hidden.mean(1)
-
-
-def pool_count_n(hidden, mask):
-    return (hidden * mask[..., None]).sum(1) / hidden.shape[1]
-
-
 def pool_cls(hidden, mask):
     return hidden[:, 0]
+
+
+def pool_wrong_axis(hidden, mask):
+    return np.where(mask[..., None] == 1, hidden, -np.inf).max(axis=2)
 
 
 def loss_good(cls, w, b, y):
@@ -70,31 +91,90 @@ def loss_raw_score(cls, w, b, y):
     return float(-s[np.arange(len(y)), y].mean())
 
 
-@pytest.mark.parametrize("seed", [0, 1, 7])
-@pytest.mark.parametrize("fn", [pool_good, pool_good_loop])
-def test_mean_pool_right_answers_pass(fn, seed):
-    check_mean_pool(fn, seed=seed)
+@pytest.mark.parametrize("seed", [0, 1, 7, 99])
+@pytest.mark.parametrize(
+    "fn", [pool_good, pool_good_loop, pool_good_torch_float32, pool_good_min_shift]
+)
+def test_max_pool_right_answers_pass(fn, seed):
+    check_max_pool(fn, seed=seed)
 
 
 @pytest.mark.parametrize(
     "fn, hint",
     [
-        (pool_all, "padding included"),
-        (pool_count_n, "not out of the count"),
+        (pool_all, "padding was included"),
+        (pool_times_mask, "a zero beats real values"),
+        (pool_mean, "mean pooling"),
         (pool_cls, "[CLS] vector"),
+        (pool_wrong_axis, "shape"),
         (stub, "NotImplementedError"),
     ],
 )
-def test_mean_pool_mistakes_get_their_hint(fn, hint):
+def test_max_pool_mistakes_get_their_hint(fn, hint):
     with pytest.raises(ExerciseError, match=None) as err:
-        check_mean_pool(fn)
+        check_max_pool(fn)
     assert hint in str(err.value)
 
 
 @pytest.mark.parametrize("seed", [0, 3])
 @pytest.mark.parametrize("fn", [loss_good, loss_good_torch])
 def test_head_loss_right_answers_pass(fn, seed):
-    check_head_loss(fn, seed=seed)
+    check_head_loss(fn, start_ln, seed=seed)
+
+
+def start_ln(num_classes):  # the solution's prediction: every class equally probable
+    return float(np.log(num_classes))
+
+
+def start_float32(num_classes):  # written differently: float32, minus the log of 1 / C
+    return -np.log(np.float32(1) / np.float32(num_classes))
+
+
+def start_second_order(num_classes):  # a sharper prediction: the scores' spread adds s^2 / 2
+    return np.log(num_classes) + (0.02**2 * 384) / 2 * (1 - 1 / num_classes)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3, 17])
+@pytest.mark.parametrize("start", [start_ln, start_float32, start_second_order])
+def test_head_loss_start_predictions_right_pass(start, seed):
+    check_head_loss(loss_good, start, seed=seed)
+
+
+def test_head_loss_start_prediction_is_graded_against_a_measurement():
+    """The measured loss of untrained heads is ln C plus about s^2 / 2 (1 - 1/C), s = 0.02 * 19.6
+    (worked by hand: the second-order expansion of E[logsumexp] for scores N(0, s^2))."""
+    from course_lib.checks.lecture12 import START_BAND, _untrained_loss
+
+    for c in (2, 6, 20, 40):
+        gap = _untrained_loss(c) - np.log(c)
+        assert abs(gap - 0.02**2 * 384 / 2 * (1 - 1 / c)) < 0.005, c
+        assert gap < START_BAND - 0.02  # ln C passes with room to spare
+
+
+@pytest.mark.parametrize(
+    "start, hint",
+    [
+        (lambda c: 1 / c, "minus its log"),
+        (lambda c: -np.log(c), "cannot be negative"),
+        (lambda c: np.log2(c), "not bits"),
+        (lambda c: np.log10(c), "not log10"),
+        (lambda c: 1 - 1 / c, "chance of a wrong answer"),
+        (lambda c: 0.0, "no idea"),
+        (lambda c: np.log(c - 1), "too low"),
+        (lambda c: 1.79, "too high"),  # ln 6 hard-coded: wrong for 2 classes
+        (lambda c: "ln C", "expected one number"),
+        (None, "expected your prediction"),
+        (stub, "NotImplementedError"),
+    ],
+)
+def test_head_loss_start_prediction_mistakes_get_their_hint(start, hint):
+    from course_lib.checks.lecture12 import _untrained_loss
+
+    with pytest.raises(ExerciseError) as err:
+        check_head_loss(loss_good, start)
+    assert hint in str(err.value)
+    for c in (6, 2, 20):  # never the measured loss
+        assert f"{_untrained_loss(c):.3f}" not in str(err.value)
 
 
 def loss_unstable(cls, weight, bias, labels):  # the review's: no max subtraction
@@ -126,7 +206,7 @@ def loss_global_max(cls, weight, bias, labels):  # the review's: the batch's max
 )
 def test_head_loss_mistakes_get_their_hint(fn, hint):
     with pytest.raises(ExerciseError) as err:
-        check_head_loss(fn)
+        check_head_loss(fn, start_ln)
     assert hint in str(err.value)
 
 
@@ -262,7 +342,31 @@ def paired_both_wrong_counted(a, b, y):
 @pytest.mark.parametrize("seed", [0, 3])
 @pytest.mark.parametrize("fn", [paired_good, paired_good_loop])
 def test_paired_counts_right_answers_pass(fn, seed):
-    check_paired_counts(fn, seed=seed)
+    check_paired_counts(fn, 0.65, seed=seed)
+
+
+@pytest.mark.parametrize("share", [2 / 3, 0.7, np.float32(0.75), 0.6])
+def test_paired_counts_share_predictions_right_pass(share):
+    check_paired_counts(paired_good, share)
+
+
+def test_paired_counts_share_is_measured_on_the_shipped_predictions():
+    from course_lib.checks.lecture12 import _measured_share
+
+    assert _measured_share() == pytest.approx(332 / (332 + 147))  # the notebook's measurement
+
+
+@pytest.mark.parametrize(
+    "share, hint",
+    [(0.5, "too low"), (0.9, "too high"), (1, "too high"), (69, "not a share"),
+     ("two thirds", "expected your prediction"), (None, "expected your prediction"),
+     (True, "expected your prediction")],
+)  # fmt: skip
+def test_paired_counts_share_prediction_mistakes_get_their_hint(share, hint):
+    with pytest.raises(ExerciseError) as err:
+        check_paired_counts(paired_good, share)
+    assert hint in str(err.value)
+    assert "0.69" not in str(err.value) and "332" not in str(err.value)
 
 
 @pytest.mark.parametrize(
@@ -273,5 +377,14 @@ def test_paired_counts_right_answers_pass(fn, seed):
 )  # fmt: skip
 def test_paired_counts_mistakes_get_their_hint(fn, hint):
     with pytest.raises(ExerciseError) as err:
-        check_paired_counts(fn)
+        check_paired_counts(fn, 0.65)
     assert hint in str(err.value)
+
+
+def test_head_loss_start_predictions_right_pass_on_300_hidden_seeds(capsys):
+    """The predictions are not the first argument, so tests/test_hidden_seeds.py does not swap
+    them in: every right one passes here on hidden seeds 1-300."""
+    for seed in range(1, 301):
+        for start in (start_ln, start_float32, start_second_order):
+            check_head_loss(loss_good, start, seed=seed)
+    assert capsys.readouterr().out.count("passed") == 900

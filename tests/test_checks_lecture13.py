@@ -1,17 +1,20 @@
 """Lecture 13 checks: right answers (two ways each) pass; realistic mistakes get their hint; the
 stub fails; hidden seeds give the same verdicts."""
 
+import math
+import re
+
 import numpy as np
 import pytest
 import torch
 from _exercise_stub import STUB_MESSAGE
 from _exercise_stub import stub as _stub
 
-from course_lib import KVCache
+from course_lib import GPT, GPTConfig, KVCache, ModernConfig, ModernLM
 from course_lib.checks import ExerciseError
 from course_lib.checks.lecture13 import (
     ROPE_FAULTS,
-    check_cache_values,
+    check_cache_contents,
     check_diagnose_rope,
     check_repeat_kv_heads,
     check_rms_norm,
@@ -64,20 +67,44 @@ def repeat_by_index(kv, num_heads):
     return np.stack([kv[..., h // group, :, :] for h in range(num_heads)], axis=-3)
 
 
-def cache_measured(model, seq_len, batch):
+def cache_same_numpy(model, token_id, n):  # float64 copies, consecutive positions, own tolerance
     cache = KVCache()
     with torch.no_grad():
-        model(torch.zeros(batch, seq_len, dtype=torch.long), cache)
-    return cache.numel()
+        model(torch.tensor([[token_id] * n]), cache)
+
+    def same(t):
+        a = t.double().numpy()
+        return bool(np.all(np.abs(np.diff(a, axis=-2)) <= 1e-5 * (np.abs(a).max() + 1e-12)))
+
+    k = all(same(layer.keys) for layer in cache.layers)
+    v = all(same(layer.values) for layer in cache.layers)
+    return "both" if k and v else "keys" if k else "values" if v else "neither"
 
 
-def cache_formula(model, seq_len, batch):  # the prediction, read off the model it is given
-    c = model.config
-    return 2 * c.num_layers * c.num_kv_heads * (c.d_model // c.num_heads) * seq_len * batch
+def cache_same_by_spread(model, token_id, n):  # the spread over positions, layer by layer
+    cache = KVCache()
+    with torch.inference_mode():
+        model(torch.full((1, n), token_id), cache=cache)
+    spread = {
+        name: max((getattr(layer, name).amax(-2) - getattr(layer, name).amin(-2)).max().item()
+                  for layer in cache.layers)
+        for name in ("keys", "values")
+    }  # fmt: skip
+    flat = [name for name, s in spread.items() if s < 1e-5]
+    return flat[0] if len(flat) == 1 else ("neither", None, "both")[len(flat)]
 
 
-def cache_exercise_numbers(model, seq_len, batch):  # the review's: the formula, no model
-    return 2 * 3 * model.config.num_kv_heads * 4 * seq_len * batch
+def cache_same_exactly(model, token_id, n):  # a mistake: float32 averages compared bit for bit
+    cache = KVCache()
+    with torch.no_grad():
+        model(torch.full((1, n), token_id), cache)
+    k = all(torch.equal(c.keys, c.keys[:, :, :1].expand_as(c.keys)) for c in cache.layers)
+    v = all(torch.equal(c.values, c.values[:, :, :1].expand_as(c.values)) for c in cache.layers)
+    return "both" if k and v else "keys" if k else "values" if v else "neither"
+
+
+def cache_swapped(model, token_id, n):  # a mistake: keys and values read the other way round
+    return {"keys": "values", "values": "keys"}.get(r := cache_same_numpy(model, token_id, n), r)
 
 
 # --- mistakes -------------------------------------------------------------------------------
@@ -107,18 +134,9 @@ def rotate_from_one(x, positions, theta):
     return rotate_complex(x, np.asarray(positions) + 1, theta)
 
 
-PREDICTED_13_4 = (3840, 1920, 480)  # 2 (K, V) x 3 layers x 2 seqs x 10 tokens x k heads x 4
-
-
-def check_cache_predicted(fn, *, seed=0):  # 13.4 with right predictions written first
-    check_cache_values(fn, PREDICTED_13_4, seed=seed)
-
-
 RIGHT = [
-    (check_rotate_pairs, rotate_complex, rotate_matrices, "13.1 passed: rotary position"),
     (check_rms_norm, rms_plain, rms_via_norm, "13.2 passed: RMSNorm by hand"),
     (check_repeat_kv_heads, repeat_np, repeat_by_index, "13.3 passed: repeat K/V heads"),
-    (check_cache_predicted, cache_measured, cache_formula, "13.4 passed: the KV cache, measured"),
 ]
 
 
@@ -134,29 +152,22 @@ def test_right_answers_pass_for_several_seeds(check, first, second, message, cap
 
 WRONG = [
     (check_rotate_pairs, rotate_halves, "NEIGHBOURING coordinates (2i, 2i+1)"),
-    (check_rotate_pairs, rotate_clockwise, "turns the wrong way"),
-    (check_rotate_pairs, rotate_i_over_d, "i counting PAIRS"),
+    (check_rotate_pairs, rotate_clockwise, "turn clockwise"),
+    (check_rotate_pairs, rotate_i_over_d, "fall too slowly"),
     (check_rotate_pairs, rotate_from_one, "position 0 is not rotated"),
     (check_rotate_pairs, lambda x, p, t: x, "returns x unchanged"),
     (check_rotate_pairs, lambda x, p, t: x[:, :1], "shape (3, 2), got shape (3, 1)"),
     (check_rms_norm, lambda x, w, e: rms_plain(x - x.mean(-1, keepdims=True), w, e), "LayerNorm"),
     (check_rms_norm, lambda x, w, e: w * x / (np.sqrt((x**2).mean(-1, keepdims=True)) + e),
-     "INSIDE the square root"),
+     "AFTER the square root"),
     (check_rms_norm, lambda x, w, e: rms_plain(x, 1.0, e), "gain `weight`"),
-    (check_rms_norm, lambda x, w, e: w * x / np.sqrt((x**2).sum(-1, keepdims=True) + e), "MEAN"),
+    (check_rms_norm, lambda x, w, e: w * x / np.sqrt((x**2).sum(-1, keepdims=True) + e), "SUM of the squares"),
     (check_rms_norm, lambda x, w, e: w * x / np.sqrt((x**2).mean(0, keepdims=True) + e),
      "LAST axis"),
     (check_repeat_kv_heads, lambda kv, h: np.concatenate([kv] * (h // kv.shape[-3]), axis=-3),
-     "NEIGHBOURS"),
+     "np.tile's order"),
     (check_repeat_kv_heads, lambda kv, h: np.repeat(kv, h // kv.shape[-3], axis=-1),
      "expected an array of shape (4, 1, 1)"),
-    (check_cache_predicted, lambda m, n, b: 4 * cache_formula(m, n, b), "that is bytes"),
-    (check_cache_predicted, lambda m, n, b: cache_formula(m, n, b) // 2, "keys AND values"),
-    (check_cache_predicted, lambda m, n, b: cache_formula(m, n, b) * m.config.num_heads
-     // m.config.num_kv_heads, "BEFORE repeat_kv"),
-    (check_cache_predicted, lambda m, n, b: cache_formula(m, n, b) // m.config.num_layers,
-     "own cache"),
-    (check_cache_predicted, lambda m, n, b: float(cache_formula(m, n, b)), "expected an integer"),
 ]  # fmt: skip
 
 
@@ -169,34 +180,109 @@ def test_mistakes_get_their_hint(check, wrong, fragment):
         assert "not right yet" in str(err.value)
 
 
-@pytest.mark.parametrize("check", [c for c, *_ in RIGHT])
+@pytest.mark.parametrize("check", [check_rotate_pairs] + [c for c, *_ in RIGHT])
 def test_stub_fails(check):
     with pytest.raises(ExerciseError, match=STUB_MESSAGE):
         check(_stub)
 
 
-def test_the_exercise_numbers_without_the_model_fail_on_hidden_models():
-    """The review's 13.4 attack: 2·L·k·d_head·n·b with the exercise's L = 3, d_head = 4."""
-    check_cache_predicted(cache_exercise_numbers)
-    for seed in (1, 3, 7):
-        with pytest.raises(ExerciseError, match="too (low|high)"):
-            check_cache_predicted(cache_exercise_numbers, seed=seed)
+# --- 13.1 (the rotation, then the prediction written before it) --------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+@pytest.mark.parametrize("fn", [rotate_complex, rotate_matrices])
+def test_rotate_pairs_passes_right_answers(fn, seed, capsys):
+    check_rotate_pairs(fn, 29, seed=seed)
+    check_rotate_pairs(fn, 29.0, seed=seed)  # a count written as a float
+    assert capsys.readouterr().out.count("✅ Exercise 13.1 passed: rotary position") == 2
+
+
+def test_the_slow_pairs_of_a_llama_3_head_by_hand():
+    """29, by hand: pair i turns 500,000 ** (-i / 64) rad per position, and 8,191 times that is
+    at least 2 pi while i <= 64 ln(8,191 / 2 pi) / ln 500,000 = 34.98: pairs 0..34 turn."""
+    from course_lib.checks.lecture13 import slow_pairs
+
+    assert 64 * math.log(8191 / (2 * math.pi)) / math.log(500_000) == pytest.approx(34.98, abs=0.01)
+    assert slow_pairs(128, 500_000.0, 8192) == 64 - 35 == 29
+    assert slow_pairs(16, 10_000.0, 64) == 5  # the lecture's tiny model (printed in section 2)
 
 
 @pytest.mark.parametrize(
-    "predicted, fragment",
-    [(None, "BEFORE you measure"), ((3840, 1920), "three predictions"), ((3840.0, 1920, 480),
-     "positive integers"), ((3840, 3840, 3840), "do not scale"), ((480, 240, 60), "factor of 2 too low"),
-     ((1920, 960, 240), None), ((7680, 3840, 960), None), ((30720, 15360, 3840), "too high")],
+    ("predicted", "fragment"),
+    [(None, "prediction is missing"), ("29", "a Python int"), (35, "DO complete"),
+     (14, "theta = 10,000"), (0, "fall too slowly"), (25, "not pi"), (5, "tiny model"),
+     (28, "too low"), (30, "too high")],
 )  # fmt: skip
-def test_the_predictions_of_13_4_are_graded_by_their_reasoning(predicted, fragment):
-    """Graded for scaling with k as the cache does, and for k = 8 within a factor of 2 of the
-    true 3,840 (forgetting K and V, 1,920, or counting bytes of float16, 7,680, still count)."""
-    if fragment is None:
-        check_cache_values(cache_measured, predicted)
-        return
+def test_the_prediction_of_13_1_is_graded_never_told(predicted, fragment):
+    with pytest.raises(ExerciseError, match=fragment) as err:
+        check_rotate_pairs(rotate_complex, predicted)
+    if isinstance(predicted, int):  # a wrong number is never told the right one
+        assert not re.search(r"(?<![\d.])29(?![\d])", str(err.value)), str(err.value)
+
+
+# --- 13.4 (predict, then measure: what a KV cache keeps of a position) ---------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 123])
+@pytest.mark.parametrize("fn", [cache_same_numpy, cache_same_by_spread])
+def test_cache_contents_passes_right_answers(fn, seed, capsys):
+    check_cache_contents(fn, "values", seed=seed)
+    assert "✅ Exercise 13.4 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("check", "wrong", "fragment"),
+    [(check_cache_contents, cache_same_exactly, "bit for bit"),
+     (check_cache_contents, cache_swapped, "swapped keys and values"),
+     (check_cache_contents, lambda model, token_id, n: "values", "not what its cache holds"),
+     (check_cache_contents, lambda model, token_id, n: "Values", "expected one of")],
+)  # fmt: skip
+def test_cache_contents_mistakes_get_their_hint(check, wrong, fragment):
     with pytest.raises(ExerciseError, match=fragment):
-        check_cache_values(cache_measured, predicted)
+        check(wrong, "values")
+
+
+@pytest.mark.parametrize(
+    ("predicted", "fragment"),
+    [(None, "BEFORE you measure"), ("the keys", "expected one of"), (("values",), "expected one"),
+     ("both", "before the key is cached"), ("keys", "which of q, k and v"),
+     ("neither", "no position vector"), (" Values ", None)],
+)  # fmt: skip
+def test_the_prediction_of_13_4_is_graded_against_the_measurement(predicted, fragment, capsys):
+    if fragment is None:
+        check_cache_contents(cache_same_numpy, predicted)
+        assert "13.4 passed" in capsys.readouterr().out
+        return
+    with pytest.raises(ExerciseError, match=fragment) as err:
+        check_cache_contents(cache_same_numpy, predicted)
+    if predicted in ("both", "keys", "neither"):  # a wrong prediction is never told the answer
+        assert "values" not in str(err.value).split("Hint")[0].replace("predicted", "")
+
+
+def test_what_the_cache_keeps_by_hand():
+    """The reference, by hand: a ModernLM's cached values for one repeated token are the value
+    of that token in every layer (layer 0: v = W_V RMSNorm(embedding), exactly); its keys are
+    that token's key turned by RoPE; GPT adds a position vector, so nothing repeats."""
+    from course_lib.checks.lecture13 import same_in_cache
+    from course_lib.nn.rope import rotate
+
+    torch.manual_seed(0)
+    model = ModernLM(ModernConfig(50, 32, 8, 2, 3, 48)).eval()
+    cache = KVCache()
+    with torch.no_grad():
+        model(torch.full((1, 5), 7), cache)
+        block = model.blocks[0]
+        h = block.norm1(
+            model.token_embedding(torch.tensor([7]))
+        )  # (1, 32): the same at every position
+        v = block.attn.w_v(h).view(2, 4)  # 2 KV heads of width 4
+        k = block.attn.w_k(h).view(2, 1, 4).expand(2, 5, 4)
+    assert torch.allclose(cache.layers[0].values[0], v[:, None].expand(2, 5, 4))
+    assert torch.allclose(cache.layers[0].keys[0], rotate(k, torch.arange(5)), atol=1e-6)
+    assert same_in_cache(model, 7, 5) == "values"
+    assert same_in_cache(model, 7, 5, exact=True) == "neither"  # rounding in layers 1 and 2
+    gpt = GPT(GPTConfig(50, 16, 32, 4, 2)).eval()
+    assert same_in_cache(gpt, 7, 5) == "neither"
 
 
 # --- 13.5 (diagnose a broken RoPE) --------------------------------------------------------------

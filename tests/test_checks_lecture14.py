@@ -11,7 +11,7 @@ from _exercise_stub import stub as _stub
 
 from course_lib.checks import ExerciseError
 from course_lib.checks.lecture14 import (
-    check_accuracy,
+    check_count_replies,
     check_dpo_losses,
     check_lora_break_even,
     check_lora_forward,
@@ -58,18 +58,24 @@ def dpo_numpy(pc, pr, rc, rr, beta):
     return np.logaddexp(0.0, -beta * ((pc - rc) - (pr - rr)))
 
 
-def dpo_loop(pc, pr, rc, rr, beta):
+def dpo_loop(pc, pr, rc, rr, beta):  # -log sigmoid(z) = max(-z, 0) + log(1 + e^-|z|)
     out = []
     for a, b, c, d in zip(pc, pr, rc, rr, strict=True):
         z = beta * ((a - c) - (b - d))
-        out.append(-math.log(1 / (1 + math.exp(-z))))
+        out.append(max(-z, 0.0) + math.log1p(math.exp(-abs(z))))
     return out
+
+
+def dpo_torch_float32(pc, pr, rc, rr, beta):  # in float32, as torch computes by default
+    t = [torch.tensor(v, dtype=torch.float32) for v in (pc, pr, rc, rr)]
+    return -torch.nn.functional.logsigmoid(beta * ((t[0] - t[2]) - (t[1] - t[3])))
 
 
 RIGHT = [
     (check_response_mask, mask_by_state, mask_by_positions, "14.1 passed"),
     (check_lora_forward, lora_numpy, lora_merged_torch, "14.2 passed"),
     (check_dpo_losses, dpo_numpy, dpo_loop, "14.3 passed"),
+    (check_dpo_losses, dpo_torch_float32, dpo_numpy, "14.3 passed"),
 ]
 
 
@@ -97,14 +103,22 @@ WRONG = [
     (check_response_mask, lambda ids: [True] * len(ids), "marks every token"),
     (check_response_mask, lambda ids: None, "expected a list"),
     (check_lora_forward, lambda x, W, b, A, B, a: x @ W.T + b + a * x @ A.T @ B.T, "PR #823"),
-    (check_lora_forward, lambda x, W, b, A, B, a: x @ W.T + b + x @ A.T @ B.T, "you left it out"),
+    (check_lora_forward, lambda x, W, b, A, B, a: x @ W.T + b + x @ A.T @ B.T,
+     "left LoRA's scaling out"),
     (check_lora_forward, lambda x, W, b, A, B, a: x @ W.T + b + A.shape[0] / a * x @ A.T @ B.T,
-     "not r / alpha"),
+     "upside down"),
+    (check_lora_forward, lambda x, W, b, A, B, a: a / A.shape[0] * x @ A.T @ B.T,
+     "returned the update alone"),
     (check_lora_forward, lambda x, W, b, A, B, a: x @ W.T + a / A.shape[0] * x @ A.T @ B.T,
      "has a bias b"),
     (check_dpo_losses, lambda pc, pr, rc, rr, b: np.logaddexp(0, -b * (pc - pr)), "REFERENCE"),
     (check_dpo_losses, lambda pc, pr, rc, rr, b: b * np.logaddexp(0, -((pc - rc) - (pr - rr))),
-     "INSIDE the sigmoid"),
+     "multiplied the loss by beta"),
+    (check_dpo_losses, lambda pc, pr, rc, rr, b: np.log1p(np.exp(-b * ((pc - rc) - (pr - rr)))),
+     "not stable"),
+    (check_dpo_losses,
+     lambda pc, pr, rc, rr, b: -np.log(1 / (1 + np.exp(-b * ((pc - rc) - (pr - rr))))),
+     "not stable"),
     (check_dpo_losses, lambda pc, pr, rc, rr, b: np.logaddexp(0, b * ((pc - rc) - (pr - rr))),
      "the sign"),
     (check_dpo_losses, lambda *a: dpo_numpy(*a).mean(), "one loss per pair"),
@@ -119,29 +133,122 @@ def test_mistakes_get_their_hint(check, wrong, fragment):
         assert fragment in str(err.value)
 
 
-@pytest.mark.parametrize("check", [c for c, *_ in RIGHT] + [check_accuracy])
+@pytest.mark.parametrize("check", [c for c, *_ in RIGHT])
 def test_stub_fails(check):
     with pytest.raises(ExerciseError, match=STUB_MESSAGE):
         check(_stub)
 
 
-def accuracy_answer(kind, families, per_family):
+def test_the_dpo_loss_at_margins_of_1000_by_hand():
+    """The reference the check compares with (TRL's sigmoid loss), at the margins the check
+    uses: -log sigmoid(1000) is e^-1000 (0 in float64), -log sigmoid(-1000) is 1000 + e^-1000."""
+    from course_lib.models.dpo import dpo_loss
+
+    pc, pr, rc, rr = (torch.tensor(v) for v in ([-5.0, -2010.0], [-2000.0, -4.0],
+                                                 [-1000.0, -1010.0], [-1995.0, -4.0]))  # fmt: skip
+    losses = dpo_loss(pc, pr, rc, rr, beta=1.0)[0]
+    assert losses.tolist() == [0.0, 1000.0]
+    with np.errstate(over="ignore"):
+        assert np.isinf(np.log1p(np.exp(1000.0)))  # why the naive form is not stable
+
+
+# --- 14.4 (predict, then measure: counting past the longest list it was tuned on) --------------
+
+
+def count_replies_solution_like(word_lists):
+    from collections import Counter
+
     from course_lib import generate_replies, load_assistant, load_chat_tokenizer
-    from course_lib.data.instructions import held_out_instructions
+    from course_lib.data.instructions import PHRASINGS
 
     model, _ = load_assistant("tuned")
-    items = [x for x in held_out_instructions(kind, per_family) if x.family in families]
-    replies = generate_replies(model, load_chat_tokenizer(), [x.prompt for x in items])
-    return sum(r.strip() == x.answer for r, x in zip(replies, items, strict=True)) / len(items)
+    prompts = [PHRASINGS["count"][0].format(words=" ".join(w)) for w in word_lists]
+    return Counter(generate_replies(model, load_chat_tokenizer(), prompts))
 
 
-def test_accuracy_right_and_wrong(capsys):
-    check_accuracy(accuracy_answer, seed=0)
-    assert "14.4 passed" in capsys.readouterr().out
-    with pytest.raises(ExerciseError, match="not a percentage"):
-        check_accuracy(lambda *a: 100 * accuracy_answer(*a), seed=0)
-    with pytest.raises(ExerciseError, match="expected a number"):
-        check_accuracy(lambda *a: "0.5", seed=0)
+def count_replies_one_by_one(word_lists):  # one prompt at a time, a plain dict, unstripped keys
+    from course_lib import generate_replies, load_assistant, load_chat_tokenizer
+
+    model, _ = load_assistant("tuned")
+    tally = {}
+    for words in word_lists:
+        reply = generate_replies(model, load_chat_tokenizer(), [f"How many words are in: "
+                                                                f"{' '.join(words)}?"])[0]  # fmt: skip
+        tally[reply + " "] = tally.get(reply + " ", 0) + 1
+    return tally
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("fn", [count_replies_solution_like, count_replies_one_by_one])
+def test_count_replies_passes_right_answers(fn, seed, capsys):
+    check_count_replies(fn, "6", seed=seed)
+    assert "✅ Exercise 14.4 passed" in capsys.readouterr().out
+
+
+def count_replies_from_the_lists(word_lists):  # a mistake: the true counts, no model
+    return {str(len(words)): 1 for words in word_lists} | {str(len(word_lists[0])): len(word_lists)}
+
+
+def count_replies_fractions(word_lists):  # a mistake: fractions instead of counts
+    tally = count_replies_solution_like(word_lists)
+    return {k: v / len(word_lists) for k, v in tally.items()}
+
+
+def count_replies_lora(word_lists):  # a mistake: another shipped assistant
+    from collections import Counter
+
+    from course_lib import generate_replies, load_assistant, load_chat_tokenizer
+    from course_lib.data.instructions import PHRASINGS
+
+    model, _ = load_assistant("lora")
+    prompts = [PHRASINGS["count"][0].format(words=" ".join(w)) for w in word_lists]
+    return Counter(generate_replies(model, load_chat_tokenizer(), prompts))
+
+
+@pytest.mark.parametrize(
+    ("check", "wrong", "fragment"),
+    [(check_count_replies, count_replies_from_the_lists, "ask the MODEL"),
+     (check_count_replies, count_replies_fractions, "not fractions"),
+     (check_count_replies, count_replies_lora, "another shipped assistant"),
+     (check_count_replies, lambda word_lists: ["6"] * len(word_lists), "expected a dict")],
+)  # fmt: skip
+def test_count_replies_mistakes_get_their_hint(check, wrong, fragment):
+    with pytest.raises(ExerciseError, match=fragment):
+        check(wrong, "6")
+
+
+@pytest.mark.parametrize(
+    ("predicted", "fragment"),
+    [(None, "BEFORE you measure"), (["6"], "BEFORE you measure"), ("8", "what a rule that counts"),
+     ("7", "find the reason"), ("", "find the reason"), (6, None), (" 6 ", None)],
+)  # fmt: skip
+def test_the_prediction_of_14_4_is_graded_against_the_measurement(predicted, fragment, capsys):
+    if fragment is None:
+        check_count_replies(count_replies_solution_like, predicted)
+        assert "14.4 passed" in capsys.readouterr().out
+        return
+    with pytest.raises(ExerciseError, match=fragment) as err:
+        check_count_replies(count_replies_solution_like, predicted)
+    if isinstance(predicted, str):  # a wrong prediction is never told the answer
+        assert "'6'" not in str(err.value) and " 6 " not in str(err.value)
+
+
+def test_the_tuned_assistant_never_counts_past_its_tuning_lists():
+    """What 14.4's prediction is about, measured here on other lists than the check's: asked to
+    count 7 or 8 words, the tuned assistant never gives the right count and replies 6 (the
+    largest count of its tuning data) to at least 19 of 20 lists; on 6-word lists it is right on
+    at least 17 of 20 (measured: 20 of 20 and 19 of 20 at 7 and 8 words; 19 of 20 at 6)."""
+    from course_lib.data.instructions import instruction_words
+
+    words = instruction_words()[0]
+    rng = np.random.default_rng(99)
+    for n, low in ((6, 17), (7, 0), (8, 0)):
+        lists = [[words[i] for i in rng.choice(len(words), size=n, replace=False)]
+                 for _ in range(20)]  # fmt: skip
+        tally = count_replies_solution_like(lists)
+        assert tally[str(n)] >= low, (n, tally)
+        if n > 6:
+            assert tally[str(n)] == 0 and tally["6"] >= 19, (n, tally)
 
 
 # --- 14.5 (predict, then measure: where LoRA stops saving parameters) ----------------------------

@@ -108,23 +108,24 @@ def test_a_class_precomputes_each_lecture_once_and_reads_nothing_else(tmp_path, 
 
 
 def test_the_14_4_references_are_computed_once_per_process():
-    lecture14._accuracy.cache_clear()
-    lecture14.precompute()  # the fixed case and seed 0's
-    before = lecture14._accuracy.cache_info()
-    assert before.currsize == 2
-    lecture14.check_accuracy(_right_accuracy, seed=0)
-    after = lecture14._accuracy.cache_info()
+    lecture14._count_tally.cache_clear()
+    lecture14.precompute()  # seed 0's tally (what the prediction is graded against)
+    before = lecture14._count_tally.cache_info()
+    assert before.currsize == 1
+    lecture14.check_count_replies(_right_count_replies, "6", seed=0)
+    after = lecture14._count_tally.cache_info()
     assert (after.misses, after.hits) == (before.misses, before.hits + 2)
 
 
-def _right_accuracy(kind, families, per_family):
+def _right_count_replies(word_lists):
+    from collections import Counter
+
     from course_lib import generate_replies, load_assistant, load_chat_tokenizer
-    from course_lib.data.instructions import exact_match, held_out_instructions
+    from course_lib.data.instructions import PHRASINGS
 
     model, _ = load_assistant("tuned")
-    chosen = [x for x in held_out_instructions(kind, per_family) if x.family in families]
-    answers = generate_replies(model, load_chat_tokenizer(), [x.prompt for x in chosen])
-    return sum(exact_match(a, x.answer) for a, x in zip(answers, chosen, strict=True)) / len(chosen)
+    prompts = [PHRASINGS["count"][0].format(words=" ".join(words)) for words in word_lists]
+    return Counter(generate_replies(model, load_chat_tokenizer(), prompts))
 
 
 @pytest.mark.slow  # grades two lecture-14 notebooks in the sandbox

@@ -18,7 +18,7 @@ from ..softmax import softmax
 
 __all__ = ["read_only", "halves_encoding", "REFERENCE", "PARAPHRASE", "mystery_attention",
            "shipped_sweep", "shipped_test_predictions", "SAMPLER_FAULTS", "mystery_sampler",
-           "sampler_keeps", "ROPE_FAULTS", "mystery_rope", "rope_with_fault"]  # fmt: skip
+           "sampler_keeps", "SAMPLING_POSITIONS", "ROPE_FAULTS", "mystery_rope", "rope_with_fault"]  # fmt: skip
 
 
 def read_only(data, dtype: str = "float64") -> np.ndarray:
@@ -105,6 +105,14 @@ def shipped_test_predictions() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     preds = _topic_checkpoint()["test_predictions"]
     _, labels = load_topic_sentences("test")
     return labels, preds["budget"].numpy().astype(np.int64), preds["all"].numpy().astype(np.int64)
+
+
+# Exercise 11.5: made-up next-token scores (12 tokens) of a position where the model is sure of
+# the next token and of one where it is not.
+SAMPLING_POSITIONS = {
+    "confident": (6.0, 3.6, 3.1, 2.2, 1.4, 1.0, 0.6, 0.1, -0.3, -0.7, -1.2, -2.0),
+    "unsure": (2.1, 1.9, 1.8, 1.6, 1.5, 1.3, 1.1, 1.0, 0.8, 0.5, 0.3, 0.0),
+}
 
 
 # Exercise 11.4: top-p filters, one right and four with a bug students write. Each takes

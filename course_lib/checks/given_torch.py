@@ -108,12 +108,18 @@ def read_only_tensor(data: list, dtype: str = "int64") -> torch.Tensor:
     return torch.tensor(data, dtype=getattr(torch, dtype)).as_subclass(_ReadOnlyTensor)
 
 
-def exercise_model(**config: int) -> object:
-    """``ModernLM(ModernConfig(**config))``: the recipe :class:`Built` sends to the student's
-    process (plain keyword arguments in, the model out)."""
-    from .. import ModernConfig, ModernLM
+def exercise_model(kind: str = "modern", seed: int = 0, **config) -> object:
+    """A randomly initialised decoder in eval mode, the recipe :class:`Built` sends to the
+    student's process (plain keyword arguments in, the model out): ``ModernLM(ModernConfig(
+    **config))`` (``kind="modern"``) or lecture 11's ``GPT(GPTConfig(**config))`` (``"gpt"``),
+    its weights drawn from ``seed``."""
+    from .. import GPT, GPTConfig, ModernConfig, ModernLM
 
-    return ModernLM(ModernConfig(**config))
+    _validation.check_choice(kind, "kind", ("modern", "gpt"))
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = ModernLM(ModernConfig(**config)) if kind == "modern" else GPT(GPTConfig(**config))
+    return model.eval()
 
 
 def lm_tokenizer_512():

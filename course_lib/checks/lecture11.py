@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from ..models.generation import top_p_filter
 from . import (
@@ -17,7 +16,7 @@ from . import (
     hidden_rng,
     passed,
 )
-from .given import SAMPLER_FAULTS, mystery_sampler, sampler_keeps
+from .given import SAMPLER_FAULTS, SAMPLING_POSITIONS, mystery_sampler, sampler_keeps
 from .given_torch import read_only_tensor
 
 __all__ = [
@@ -25,7 +24,9 @@ __all__ = [
     "check_top_p_keep",
     "check_kv_cache_numbers",
     "check_diagnose_sampler",
+    "check_distinct_tokens",
     "read_only_tensor",
+    "SAMPLING_POSITIONS",
     "SAMPLER_FAULTS",
     "mystery_sampler",
 ]
@@ -37,48 +38,81 @@ REFERENCES = {
     "11.2": ("course_lib.models.generation.top_p_filter",),
     "11.3": ("course_lib.grouped_query.kv_cache_bytes",),
     "11.4": (),
+    "11.5": ("course_lib.models.generation.top_p_filter",),
 }
 
 
-def _next_token_losses(logits: torch.Tensor, ids: torch.Tensor) -> dict[str, float]:
+def _next_token_losses(logits: torch.Tensor, ids: torch.Tensor, pad_id: int) -> dict[str, float]:
     """The right loss and the values of the usual mistakes, each with the hint it deserves."""
-    v = logits.shape[-1]
+    logp = torch.log_softmax(logits.double(), dim=-1)  # (B, n, V)
 
-    def ce(lg, tg, reduction="mean"):
-        return F.cross_entropy(lg.reshape(-1, v), tg.reshape(-1), reduction=reduction).item()
+    def picked(lp, targets):  # -log p(target) at every position: (B, m)
+        return -lp.gather(-1, targets[..., None])[..., 0]
 
-    logp = torch.log_softmax(logits[:, :-1], dim=-1)
-    picked = logp.gather(-1, ids[:, 1:, None])[..., 0]
+    nll = picked(logp[:, :-1], ids[:, 1:])  # position t predicts the token at t + 1
+    counts = ids[:, 1:] != pad_id  # ... and counts only when that token is real
+    real_in = ids[:, :-1] != pad_id
+    per_sequence = [nll[b][counts[b]].mean() for b in range(len(ids)) if counts[b].any()]
     return {
-        "right": ce(logits[:, :-1], ids[:, 1:]),
-        "position t scores token t itself: the targets were not shifted; logits[:, :-1] "
-        "predict ids[:, 1:]": ce(logits, ids),
-        "shifted the wrong way: position t predicts token t + 1, so pair logits[:, :-1] with "
-        "ids[:, 1:] (not logits[:, 1:] with ids[:, :-1])": ce(logits[:, 1:], ids[:, :-1]),
-        "this is the sum over all predictions; the loss is their mean": ce(
-            logits[:, :-1], ids[:, 1:], "sum"
-        ),
+        "right": nll[counts].mean().item(),
+        "the predictions whose target is padding were counted: leave out every position whose "
+        "target (the token it predicts) is pad_id": nll.mean().item(),
+        "you left out the positions whose INPUT token is padding; what decides whether a "
+        "prediction counts is the token it predicts, one position later": nll[real_in].mean().item(),
+        "divide by the number of predictions that count, not by all B * (n - 1) of them":
+        (nll[counts].sum() / nll.numel()).item(),
+        "that is the mean of each sequence's mean; the loss is the mean over all the predictions "
+        "that count, so a longer sequence weighs more": torch.stack(per_sequence).mean().item(),
+        "this is the sum over the predictions that count; the loss is their mean":
+        nll[counts].sum().item(),
+        "position t scores token t itself: the targets were not shifted; the scores at t predict "
+        "the token at t + 1": picked(logp, ids)[ids != pad_id].mean().item(),
+        "shifted the wrong way: the scores at position t are for the token at t + 1, not t - 1":
+        picked(logp[:, 1:], ids[:, :-1])[real_in].mean().item(),
         "the raw scores were used as log-probabilities; apply log_softmax (or use "
-        "F.cross_entropy, which does)": -logits[:, :-1].gather(-1, ids[:, 1:, None]).mean().item(),
-        "this is the probability, not minus its log, of the target; take -log": -picked.exp()
-        .mean()
-        .item(),
-    }
+        "F.cross_entropy, which does)": -logits.double()[:, :-1].gather(-1, ids[:, 1:, None])[
+            ..., 0
+        ][counts].mean().item(),
+        "this is the probability, not minus its log, of the target; take -log":
+        -(-nll).exp()[counts].mean().item(),
+    }  # fmt: skip
+
+
+def _padded_ids(gen: torch.Generator, b: int, n: int, v: int, pad_id: int,
+                lengths: list[int] | None = None) -> torch.Tensor:  # fmt: skip
+    """A batch of ``b`` right-padded sequences of real tokens (never ``pad_id``)."""
+    ids = torch.randint(0, v - 1, (b, n), generator=gen)
+    ids = ids + (ids >= pad_id).long()  # skip the pad id
+    if lengths is None:
+        lengths = torch.randint(1, n + 1, (b,), generator=gen).tolist()
+        lengths[0] = n  # at least one full sequence
+    for row, length in enumerate(lengths):
+        ids[row, length:] = pad_id
+    return ids
 
 
 def check_next_token_loss(student_fn, *, seed: int = 0) -> None:
-    """Exercise 11.1: ``next_token_loss(logits, ids) -> float``, the causal LM loss in nats/token.
+    """Exercise 11.1: ``next_token_loss(logits, ids, pad_id) -> float``, the causal LM loss in
+    nats/token of a right-padded batch.
 
     ``logits (B, n, V)`` are the model's outputs on ``ids (B, n)``; position ``t`` scores the
-    token at ``t + 1``. The mean cross-entropy over the ``B * (n - 1)`` predictions.
+    token at ``t + 1``; the sequences are padded on the right with ``pad_id``. The mean
+    cross-entropy over the predictions whose target is a real token (``F.cross_entropy`` with
+    ``ignore_index=pad_id`` on the shifted targets).
     """
     ex = "11.1"
     gen = torch.Generator().manual_seed(1100 + seed)
-    for b, n, v in [(3, 7, 11), (1, 2, 5), (2, 12, 40)]:
+    cases = [(3, 7, 11, 0, [7, 4, 2]), (1, 2, 5, 4, [2]), (4, 12, 40, 39, [12, 9, 1, 5])]
+    if seed:
+        cases = [(int(torch.randint(1, 6, (1,), generator=gen)), int(n), int(v),
+                  int(torch.randint(0, int(v), (1,), generator=gen)), None)
+                 for n, v in ((2, 5), (7, 11), (int(torch.randint(3, 20, (1,), generator=gen)),
+                                                int(torch.randint(3, 60, (1,), generator=gen))))]  # fmt: skip
+    for b, n, v, pad_id, lengths in cases:
         logits = 2 * torch.randn(b, n, v, generator=gen)
-        ids = torch.randint(0, v, (b, n), generator=gen)
+        ids = _padded_ids(gen, b, n, v, pad_id, lengths)
         frozen_ids = Built("course_lib.checks.given_torch:read_only_tensor", data=ids.tolist())
-        got = call_student_frozen(ex, student_fn, logits.clone(), frozen_ids)
+        got = call_student_frozen(ex, student_fn, logits.clone(), frozen_ids, pad_id)
         if isinstance(got, torch.Tensor):
             got = got.as_subclass(torch.Tensor) if type(got) is not torch.Tensor else got
         try:
@@ -89,20 +123,24 @@ def check_next_token_loss(student_fn, *, seed: int = 0) -> None:
                 f"expected one number (a float or a 0-d tensor), got {type(got).__name__}.",
                 "return the mean loss, e.g. `F.cross_entropy(...)` or `.item()` of it.",
             ) from None
-        values = _next_token_losses(logits, ids)
+        values = _next_token_losses(logits, ids, pad_id)
         expected = values.pop("right")
         if np.isclose(got, expected, rtol=1e-5, atol=1e-6):
             continue
         hint = next(
-            (h for h, val in values.items() if np.isclose(got, val, rtol=1e-5, atol=1e-6)),
-            "predict ids[:, 1:] from logits[:, :-1]: the mean of -log softmax(logits)[target].",
-        )
+            (h for h, val in values.items() if np.isclose(got, val, rtol=1e-5, atol=1e-6)
+             and not np.isclose(val, expected, rtol=1e-5, atol=1e-6)),
+            "which scores predict which token, and which of those predictions have a target "
+            "that is a real token?",
+        )  # fmt: skip
         raise ExerciseError(
             ex,
-            f"loss for logits of shape {(b, n, v)}:\n  expected {expected:.6f}\n  got      {got:.6f}",
+            f"loss for logits of shape {(b, n, v)}, pad_id = {pad_id}, padded ids "
+            f"{ids.tolist() if ids.numel() <= 40 else '(hidden)'}:\n  expected {expected:.6f}\n"
+            f"  got      {got:.6f}",
             hint,
         )
-    passed(ex, "the next-token loss uses the targets shifted by one")
+    passed(ex, "the next-token loss of a padded batch")
 
 
 def _keep_reference(probs: np.ndarray, p: float) -> np.ndarray:
@@ -205,14 +243,65 @@ def _cache_models(seed: int) -> list[tuple[int, int, int, int, int]]:
     return models
 
 
-def check_kv_cache_numbers(student_fn, *, seed: int = 0) -> None:
-    """Exercise 11.3: ``kv_cache_numbers(num_layers, d_model, num_heads, batch, tokens) -> int``,
-    the predicted number of numbers in a GPT's KV cache (GPT-2 medium for 4 sequences of 512
-    tokens, and hidden models). A wrong count is told too low / too high, with the mistake."""
+def _measured_numbers(layers: int, d_model: int, heads: int, batch: int, tokens: int) -> int:
+    """The measurement: the numbers a real GPT's :class:`~course_lib.nn.KVCache` holds after a
+    prompt of ``tokens - 1`` tokens and one generation step, for ``batch`` sequences."""
+    from ..configs import GPTConfig
+    from ..models.gpt import GPT
+    from ..nn import KVCache
+
+    gen = torch.Generator().manual_seed(0)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = GPT(GPTConfig(vocab_size=16, context_length=tokens, d_model=d_model,
+                              num_heads=heads, num_layers=layers)).eval()  # fmt: skip
+    cache = KVCache()
+    with torch.no_grad():
+        model(torch.randint(0, 16, (batch, tokens - 1), generator=gen), cache)
+        model(torch.randint(0, 16, (batch, 1), generator=gen), cache)
+    return cache.numel()
+
+
+def _small_models(seed: int) -> list[tuple[int, int, int, int, int]]:
+    """Small models whose caches the check measures: the notebook's (seed 0), or hidden ones."""
+    if seed == 0:
+        return [(2, 64, 8, 3, 11)]
+    rng = hidden_rng(seed, 1131)
+    heads = int(rng.choice([1, 2, 4, 8]))
+    return [(int(rng.integers(1, 4)), heads * int(rng.choice([4, 8, 16])), heads,
+             int(rng.integers(1, 5)), int(rng.integers(2, 20)))]  # fmt: skip
+
+
+def _check_heads_prediction(ex: str, heads_change_count) -> None:
+    """The prediction written before the measurement: does the cache grow or shrink with the
+    number of heads at a fixed d_model? Graded against two real caches (8 and 2 heads)."""
+    if not isinstance(heads_change_count, (bool, np.bool_)):
+        raise ExerciseError(ex, "heads_change_count: expected your prediction, True or False, got "
+                            f"{type(heads_change_count).__name__} {heads_change_count!r:.40}.",
+                            "write it down BEFORE you measure: heads_change_count = True or "
+                            "heads_change_count = False.")  # fmt: skip
+    eight, two = _measured_numbers(2, 64, 8, 3, 11), _measured_numbers(2, 64, 2, 3, 11)
+    if bool(heads_change_count) != (eight != two):
+        raise ExerciseError(ex, f"your prediction heads_change_count = {heads_change_count} did "
+                            "not hold: measure the two caches in the cell below and compare.",
+                            "look at the shape of one layer's keys, (batch, heads, positions, "
+                            "d_head): what happens to d_head when the heads change and d_model "
+                            "does not?")  # fmt: skip
+
+
+def check_kv_cache_numbers(student_fn, heads_change_count=None, *, seed: int = 0) -> None:
+    """Exercise 11.3 (predict, then measure): ``kv_cache_numbers(num_layers, d_model, num_heads,
+    batch, tokens) -> int``, the predicted number of numbers in a GPT's KV cache (GPT-2 medium
+    for 4 sequences of 512 tokens, hidden models, and small models whose real caches the check
+    measures), and ``heads_change_count`` (True or False), the prediction written down before
+    the measurement: does that number change with the number of heads at a fixed d_model?
+    A wrong count is told too low / too high, with the mistake it looks like; never the count."""
     ex = "11.3"
-    for layers, d, heads, batch, tokens in _cache_models(seed):
+    for layers, d, heads, batch, tokens in _cache_models(seed) + _small_models(seed):
         answer = call_student(ex, student_fn, layers, d, heads, batch, tokens)
-        expected = 2 * layers * tokens * d * batch
+        small = layers * d * batch * tokens < 10**6
+        expected = (_measured_numbers(layers, d, heads, batch, tokens) if small
+                    else 2 * layers * tokens * d * batch)  # fmt: skip
         mistakes: dict[int, str] = {}
         for value, hint in (
             (expected // 2, "count the keys AND the values: two tensors per layer."),
@@ -223,6 +312,8 @@ def check_kv_cache_numbers(student_fn, *, seed: int = 0) -> None:
             (expected // heads, f"every head stores keys and values of d_head = {d // heads} "
                                 f"numbers per token: {heads} heads x {d // heads} = all of d_model."),
             (expected * 4, "count numbers, not bytes (float32 takes 4 bytes each)."),
+            (expected - expected // tokens, "the cache holds every position so far, the token "
+                                            "just generated included."),
         ):  # fmt: skip
             if value != expected:
                 mistakes.setdefault(value, hint)
@@ -230,15 +321,17 @@ def check_kv_cache_numbers(student_fn, *, seed: int = 0) -> None:
             answer = int(answer)
         check_prediction(ex, answer, expected,
                          what=f"numbers in the KV cache of {layers} layers, d_model {d}, {heads} "
-                         f"heads, for {batch} sequences of {tokens} tokens",
-                         too_low="list what the cache keeps: which tensors, in how many "
-                         "layers, for how many positions, how wide, for how many sequences. "
-                         "Which of those did your product leave out?",
-                         too_high="list what the cache keeps: which tensors, in how many "
-                         "layers, for how many positions, how wide, for how many sequences. "
-                         "Which factor of your product is not one of those?", hints=mistakes,
+                         f"heads, for {batch} sequences of {tokens} tokens"
+                         + (" (measured on a real cache)" if small else ""),
+                         too_low="something the cache keeps is missing from your count: "
+                         "follow one new token through the model and write down what it leaves "
+                         "behind in the cache, and where.",
+                         too_high="your count holds something the cache does not keep: follow "
+                         "one new token through the model and write down what it leaves behind "
+                         "in the cache, and where.", hints=mistakes,
                          not_int="return a Python int: a product of the numbers you are given.")  # fmt: skip
-    passed(ex, "the KV cache holds 2 x layers x tokens x d_model numbers per sequence")
+    _check_heads_prediction(ex, heads_change_count)
+    passed(ex, "the KV cache's size predicted, and confirmed on real caches")
 
 
 # The probes the check shows as evidence when a diagnosis is wrong: a few (probs, p) on which the
@@ -270,3 +363,112 @@ def check_diagnose_sampler(student_fn, *, seed: int = 0) -> None:
     check_diagnosis("11.4", student_fn, seed=seed, faults=SAMPLER_FAULTS,
                     factory="course_lib.checks.given:mystery_sampler", salt=114, noun="sampler",
                     evidence=_evidence, title="a broken sampler diagnosed from its outputs")  # fmt: skip
+
+
+# --- 11.5: predict, then measure: how many different tokens n draws give -----------------------
+
+
+def _tempered(logits: np.ndarray, temperature: float) -> np.ndarray:
+    z = logits / temperature
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def _distinct(probs: np.ndarray, n: int) -> float:
+    return float((1 - (1 - probs) ** n).sum())
+
+
+def _renormalised(probs: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    return np.where(keep, probs, 0.0) / probs[keep].sum()
+
+
+def _sampler_probs(logits: np.ndarray, temperature: float, top_p: float) -> np.ndarray:
+    """What the lecture's sampler draws from: softmax(logits / T), then the top-p nucleus."""
+    probs = _tempered(logits, temperature)
+    return _renormalised(probs, _keep_reference(probs, top_p))
+
+
+def _distinct_values(logits: np.ndarray, temperature: float, top_p: float, n: int) -> dict:
+    """The expected number of different tokens in ``n`` draws of ``next_token(logits,
+    temperature, top_p=top_p)``, and what the usual mistakes give, each with its hint."""
+    probs = _tempered(logits, temperature)
+    keep = _keep_reference(probs, top_p)
+    q = _renormalised(probs, keep)
+    early = _keep_reference(_tempered(logits, 1.0), top_p)  # the nucleus of the T = 1 probs
+    dropped = sampler_keeps("drops_crossing", probs, top_p)
+    values = {
+        "right": _distinct(q, n),
+        "the nucleus was taken before the temperature: the sampler divides the scores by T "
+        "first, then keeps the smallest set of the NEW probabilities that reaches p":
+        _distinct(_renormalised(probs, early), n),
+        "the probabilities of the kept tokens must be rescaled to add up to 1 again before the "
+        "draw (softmax of the filtered scores)": _distinct(np.where(keep, probs, 0.0), n),
+        "that is how many tokens CAN come out (the nucleus); in n draws the unlikely ones often "
+        "do not": float(keep.sum()),
+        "a token drawn twice counts once: n draws do not reach n x p of a token's chances":
+        float(np.minimum(1.0, n * q).sum()),
+        "the temperature divides the scores (scores / T); it does not multiply them":
+        _distinct(_sampler_probs(logits, 1 / temperature, top_p), n),
+        "the temperature changes the probabilities before anything is drawn: softmax(scores / T)":
+        _distinct(_sampler_probs(logits, 1.0, top_p), n),
+        "top-p keeps the token whose probability makes the total reach p, too (exercise 11.2)":
+        _distinct(_renormalised(probs, dropped), n) if dropped.any() else 0.0,
+        "that is the expected number of kept tokens that never come out; the question is how "
+        "many do": float(((1 - q) ** n)[keep].sum()),
+    }  # fmt: skip
+    return values
+
+
+def _distinct_cases(seed: int) -> list[tuple[np.ndarray, float, float, int]]:
+    """(logits, temperature, top_p, n): the notebook's two positions at three temperatures, with
+    and without top-p (seed 0), or hidden scores, temperatures, p and n; never a p within 1e-6
+    of a partial sum of the sorted probabilities (float rounding must not decide the nucleus)."""
+    if seed == 0:
+        return [(np.asarray(logits, dtype=float), t, p, 10)
+                for logits in SAMPLING_POSITIONS.values() for t in (0.5, 1.0, 2.0)
+                for p in (1.0, 0.9)]  # fmt: skip
+    rng = hidden_rng(seed, 115)
+    cases = []
+    while len(cases) < 6:
+        logits = rng.normal(size=int(rng.integers(4, 30))) * rng.uniform(0.5, 3.0)
+        t = float(rng.choice([0.5, 1.0, 2.0])) if len(cases) < 2 else float(rng.uniform(0.3, 2.5))
+        p = 1.0 if len(cases) % 2 == 0 else float(rng.uniform(0.5, 0.98))
+        n = int(rng.integers(2, 60))
+        if p == 1.0 or (_boundary_safe(_tempered(logits, t), p)
+                        and _boundary_safe(_tempered(logits, 1.0), p)):  # fmt: skip
+            cases.append((logits, t, p, n))
+    return cases
+
+
+def check_distinct_tokens(student_fn, *, seed: int = 0) -> None:
+    """Exercise 11.5 (predict, then measure): ``distinct_tokens(logits, temperature, top_p, n)
+    -> float``, the expected number of DIFFERENT tokens among ``n`` independent draws of the
+    lecture's sampler (``softmax(logits / temperature)``, then top-p) from one position's
+    next-token scores ``logits (V,)``; computed, not simulated (to 1e-4). Seed 0 asks about the
+    notebook's two positions; other seeds about hidden scores, temperatures, p and n."""
+    ex = "11.5"
+    for logits, t, p, n in _distinct_cases(seed):
+        got = call_student(ex, student_fn, logits.copy(), t, p, n)
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.item()
+        try:
+            if isinstance(got, (str, bytes)):
+                raise TypeError
+            value = float(got)
+        except (TypeError, ValueError):
+            raise ExerciseError(ex, f"expected one number (an expected count), got "
+                                f"{type(got).__name__}.", "return a float.") from None  # fmt: skip
+        values = _distinct_values(logits, t, p, n)
+        expected = values.pop("right")
+        if np.isclose(value, expected, rtol=1e-4, atol=1e-4):
+            continue
+        where = (f"{len(logits)} scores, T = {t:g}, top_p = {p:g}, n = {n} draws: your "
+                 f"{value:.4f} is too {'low' if value < expected else 'high'}")  # fmt: skip
+        hint = next((h for h, v in values.items()
+                     if np.isclose(value, v, rtol=1e-4, atol=1e-4)
+                     and not np.isclose(v, expected, rtol=1e-4, atol=1e-4)),
+                    "work it out one token at a time: how likely is that token to come out at "
+                    "least once in n draws? (The check wants the expected value, computed, not "
+                    "an estimate from samples.)")  # fmt: skip
+        raise ExerciseError(ex, where + ".", hint)
+    passed(ex, "the variety of n sampled tokens predicted from temperature and top-p")

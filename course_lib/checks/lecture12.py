@@ -3,66 +3,161 @@ comparing two models on the same sentences)."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import ExerciseError, call_student, check_array, hidden_rng, passed
 from .given import shipped_sweep, shipped_test_predictions
 
-__all__ = ["check_mean_pool", "check_head_loss", "check_best_setting", "check_paired_counts",
+__all__ = ["check_max_pool", "check_head_loss", "check_best_setting", "check_paired_counts",
            "one_standard_error_choice", "shipped_test_predictions", "shipped_sweep"]  # fmt: skip
 
 # The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
 # an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
 REFERENCES = {
-    "12.1": (
-        "course_lib.models.classifier.mean_pool",
-        "course_lib.models.classifier.segment_mean_pool",
-    ),
+    "12.1": (),
     "12.2": (),
     "12.3": (),
     "12.4": (),
 }
 
 
-def _padded_batch(rng: np.random.Generator):
-    batch, n, h = 4, 7, 5
+def _padded_batch(rng: np.random.Generator, seed: int):
+    """A padded batch: lengths 7, 4, 1, 5 (seed 0) or hidden ones; the padded vectors are
+    garbage larger than every real value, and one sentence's real values are all negative (so a
+    padded zero would beat them)."""
+    batch, n, h = (4, 7, 5) if seed == 0 else (int(rng.integers(3, 7)), int(rng.integers(4, 12)),
+                                               int(rng.integers(2, 9)))  # fmt: skip
+    lengths = [7, 4, 1, 5] if seed == 0 else [n, *rng.integers(1, n, size=batch - 1).tolist()]
     hidden = rng.normal(size=(batch, n, h))
-    lengths = np.array([7, 4, 1, 5])
-    mask = (np.arange(n)[None, :] < lengths[:, None]).astype(np.int64)
+    mask = (np.arange(n)[None, :] < np.array(lengths)[:, None]).astype(np.int64)
+    hidden[1] = -np.abs(hidden[1]) - 0.1  # a sentence whose every real value is negative
     hidden[mask == 0] += 50.0  # padded vectors are garbage: they must not count
     return hidden, mask
 
 
-def check_mean_pool(student_fn, *, seed: int = 0) -> None:
-    """Exercise 12.1: ``mean_pool(hidden (b, n, H), mask (b, n)) -> (b, H)`` over real tokens."""
+def check_max_pool(student_fn, *, seed: int = 0) -> None:
+    """Exercise 12.1: ``max_pool(hidden (b, n, H), mask (b, n)) -> (b, H)``: for each sentence
+    and feature, the largest value over its real tokens (max pooling, as sentence-transformers'
+    ``pooling_mode_max_tokens``), the padding left out. Seed 0: the notebook's batch; other
+    seeds: hidden sizes and lengths (sentence 1 always padded, its real values all negative)."""
     ex = "12.1"
-    hidden, mask = _padded_batch(np.random.default_rng(seed))
+    rng = hidden_rng(seed, 121) if seed else np.random.default_rng(0)
+    hidden, mask = _padded_batch(rng, seed)
     got = call_student(ex, student_fn, hidden.copy(), mask.copy())
-    m = mask[..., None].astype(float)
-    expected = (hidden * m).sum(1) / m.sum(1)
-    got_arr = np.asarray(got, dtype=float) if not isinstance(got, (str, bytes)) else None
+    expected = np.stack([h[m.astype(bool)].max(0) for h, m in zip(hidden, mask, strict=True)])
+    if hasattr(got, "detach") and hasattr(got, "numpy"):  # a torch tensor
+        got = got.detach().numpy()
+    got_arr = None
+    if not isinstance(got, (str, bytes)):
+        try:
+            got_arr = np.asarray(got, dtype=float)
+        except (TypeError, ValueError):
+            got_arr = None
     if got_arr is not None and got_arr.shape == expected.shape:
-        if np.allclose(got_arr, hidden.mean(1)):
-            raise ExerciseError(
-                ex, "you averaged over every position, padding included.",
-                "multiply by the mask before summing: (hidden * mask[..., None]).sum(1).",
-            )  # fmt: skip
-        if np.allclose(got_arr, (hidden * m).sum(1) / hidden.shape[1]):
-            raise ExerciseError(
-                ex, "the padding is left out of the sum but not out of the count.",
-                "divide by the number of real tokens, mask.sum(1)[:, None], not by n.",
-            )  # fmt: skip
-        if np.allclose(got_arr, hidden[:, 0]):
-            raise ExerciseError(
-                ex, "you returned the [CLS] vector (position 0), not the mean.",
-                "average the vectors of all real tokens.",
-            )  # fmt: skip
-    check_array(ex, got, expected, what="mean-pooled vectors (batch, H)", rtol=1e-5, atol=1e-8)
-    passed(ex, "mean pooling leaves the padding out")
+        m = mask[..., None].astype(float)
+        mistakes = {
+            "the padding was included: the padded vectors are garbage, and here they are "
+            "larger than every real value.": hidden.max(1),
+            "multiplying by the mask turns the padded vectors into zeros, and a zero beats real "
+            "values that are all negative: leave the padded positions out of the max instead.":
+            (hidden * m).max(1),
+            "that is the mean of the real tokens (mean pooling); max pooling keeps each "
+            "feature's largest value.": (hidden * m).sum(1) / m.sum(1),
+            "you returned the [CLS] vector (position 0), not the largest values.": hidden[:, 0],
+        }  # fmt: skip
+        for hint, wrong in mistakes.items():
+            if np.allclose(got_arr, wrong) and not np.allclose(wrong, expected):
+                raise ExerciseError(ex, f"max-pooled vectors for a batch with lengths "
+                                    f"{mask.sum(1).tolist()}: not the largest real values.",
+                                    hint)  # fmt: skip
+    check_array(ex, got, expected, what="max-pooled vectors (batch, H)", rtol=1e-6, atol=1e-12)
+    passed(ex, "max pooling leaves the padding out")
 
 
-def check_head_loss(student_fn, *, seed: int = 0) -> None:
-    """Exercise 12.2: ``head_loss(cls (b, H), weight (C, H), bias (C,), labels (b,)) -> float``."""
+_INIT_SCALE, _HIDDEN = 0.02, 384  # BERT's initializer_range; MiniLM's hidden size
+
+
+@functools.cache
+def _untrained_loss(num_classes: int) -> float:
+    """The measurement: the mean loss of an untrained head (weights of scale 0.02 on 384-wide
+    vectors of unit variance: scores that spread by 0.02 * sqrt(384), about 0.39) over 100,000
+    sentences with random labels."""
+    rng = np.random.default_rng([122, num_classes])
+    scores = rng.normal(scale=_INIT_SCALE * np.sqrt(_HIDDEN), size=(100_000, num_classes))
+    labels = rng.integers(0, num_classes, size=len(scores))
+    top = scores.max(1, keepdims=True)
+    lse = top[:, 0] + np.log(np.exp(scores - top).sum(1))
+    return float((lse - scores[np.arange(len(scores)), labels]).mean())
+
+
+START_BAND = 0.1  # nats: the prediction of 12.2's second half is graded within this band
+
+
+def _start_cases(seed: int) -> list[int]:
+    """The numbers of classes the start-loss prediction is asked about (seed 0: the notebook's 6,
+    and 2 and 20; hidden seeds: a small, a middling and a large one)."""
+    if seed == 0:
+        return [6, 2, 20]
+    rng = hidden_rng(seed, 1222)
+    return [int(rng.integers(2, 5)), int(rng.integers(5, 15)), int(rng.integers(15, 41))]
+
+
+def _check_start_loss(ex: str, start_loss, seed: int) -> None:
+    """``start_loss(num_classes) -> float``, the predicted loss of an untrained head, within
+    ``START_BAND`` of the loss measured on untrained heads; a wrong one is told too low / too
+    high with the mistake it looks like, never the measured loss."""
+    for c in _start_cases(seed):
+        got = call_student(ex, start_loss, c)
+        try:
+            if isinstance(got, (str, bytes)):
+                raise TypeError
+            value = float(np.asarray(got, dtype=float))
+        except (TypeError, ValueError):
+            raise ExerciseError(ex, f"start_loss({c}): expected one number, got "
+                                f"{type(got).__name__}.", "return a float: the loss you "
+                                "predict for an untrained head with that many classes.") from None  # fmt: skip
+        measured = _untrained_loss(c)
+        if abs(value - measured) <= START_BAND:
+            continue
+        mistakes = {
+            1 / c: "that is the probability the head gives the true class; the loss is minus "
+            "its log.",
+            -np.log(c): "a loss is minus a log-probability: it cannot be negative.",
+            np.log2(c): "the loss is in nats (natural log), not bits.",
+            np.log10(c): "the loss uses the natural log, not log10.",
+            1 - 1 / c: "that is the chance of a wrong answer, not the cross-entropy.",
+            0.0: "a loss of 0 means the true class gets probability 1: an untrained head has no "
+            "idea which class is right.",
+        }  # fmt: skip
+        hint = next((h for v, h in mistakes.items() if np.isclose(value, v, atol=1e-3)), None)
+        if hint is None:
+            hint = ("if every class gets the same probability, what is the probability of the "
+                    "true one, and what is minus its log?" if value < measured else
+                    "an untrained head has small scores: about the same probability for every "
+                    "class, and no class is especially unlikely.")  # fmt: skip
+        side = "too low" if value < measured else "too high"
+        raise ExerciseError(ex, f"start_loss({c}) = {value:.4f} is {side} for the loss measured "
+                            f"on untrained heads with {c} classes (the check accepts "
+                            f"{START_BAND} nats either way).", hint)  # fmt: skip
+
+
+def precompute() -> None:
+    """What every lecture-12 notebook's checks compare with: the loss of untrained heads for
+    every number of classes a hidden seed can ask about (2 to 40) and the shipped models'
+    share of 12.4, measured once by the grader before it grades a class (forked workers share
+    it), so a notebook costs only its own answers."""
+    for num_classes in range(2, 41):
+        _untrained_loss(num_classes)
+    _measured_share()
+
+
+def check_head_loss(student_fn, start_loss=None, *, seed: int = 0) -> None:
+    """Exercise 12.2: ``head_loss(cls (b, H), weight (C, H), bias (C,), labels (b,)) -> float``,
+    and the prediction ``start_loss(num_classes) -> float``: the loss of an untrained head,
+    graded within ``START_BAND`` nats of the loss measured on untrained heads (seed 0: 6, 2 and
+    20 classes; hidden seeds: other numbers of classes)."""
     ex = "12.2"
     rng = np.random.default_rng(seed)
     b, h, c = 6, 8, 5
@@ -106,7 +201,13 @@ def check_head_loss(student_fn, *, seed: int = 0) -> None:
             "logsumexp(scores) - scores[true class].",
         )  # fmt: skip
     _check_large_scores(ex, student_fn, seed)
-    passed(ex, "the classification head's cross-entropy")
+    if start_loss is None:
+        raise ExerciseError(ex, "start_loss: expected your prediction, a function of the number "
+                            "of classes, got None.",
+                            "define start_loss(num_classes) before the check and pass it: "
+                            "check_head_loss(head_loss, start_loss).")  # fmt: skip
+    _check_start_loss(ex, start_loss, seed)
+    passed(ex, "the classification head's cross-entropy, and its loss before training predicted")
 
 
 def _check_large_scores(ex: str, student_fn, seed: int) -> None:
@@ -285,9 +386,54 @@ def check_best_setting(
     raise ExerciseError(ex, what + ".", hint)
 
 
-def check_paired_counts(student_fn, *, seed: int = 0) -> None:
+SHARE_BAND = 0.1  # the prediction of 12.4 is graded within this band of the measured share
+
+
+@functools.cache
+def _measured_share() -> float:
+    """Of the test sentences where exactly one of the two shipped fine-tuned models is right,
+    the share the one trained on all 3,322 labelled sentences wins."""
+    labels, budget, all_labels = shipped_test_predictions()
+    more = int(((all_labels == labels) & (budget != labels)).sum())
+    fewer = int(((budget == labels) & (all_labels != labels)).sum())
+    return more / (more + fewer)
+
+
+def _check_share_prediction(ex: str, predicted_share) -> None:
+    """The prediction written before the measurement, graded within ``SHARE_BAND`` of the share
+    measured on the shipped models' test predictions; never told the share."""
+    if isinstance(predicted_share, (bool, np.bool_)) or not isinstance(
+        predicted_share, (int, float, np.integer, np.floating)
+    ):
+        raise ExerciseError(ex, f"predicted_share: expected your prediction, a number between 0 "
+                            f"and 1, got {type(predicted_share).__name__} {predicted_share!r:.40}.",
+                            "write it down BEFORE you measure, e.g. predicted_share = 0.5.")  # fmt: skip
+    share = float(predicted_share)
+    if not 0 <= share <= 1:
+        raise ExerciseError(ex, f"predicted_share = {share:g} is not a share: it must be between "
+                            "0 and 1.", "a share of the sentences, e.g. 0.5 for a half (not 50).")  # fmt: skip
+    measured = _measured_share()
+    if abs(share - measured) <= SHARE_BAND:
+        return
+    if share < measured:
+        hint = ("a share near one half would mean that the 3,322 labels bought nothing on the "
+                "sentences where the two models differ; lecture 12's accuracies say how much "
+                "more often the model trained on all of them is right.")  # fmt: skip
+    else:
+        hint = ("the model trained on 384 sentences still wins some of these sentences: more "
+                "labels also move some answers from right to wrong.")  # fmt: skip
+    raise ExerciseError(ex, f"your predicted_share = {share:g} is too "
+                        f"{'low' if share < measured else 'high'}: the measured share is more "
+                        f"than {SHARE_BAND} away. Measure it in the cells below, then think "
+                        "about why.", hint)  # fmt: skip
+
+
+def check_paired_counts(student_fn, predicted_share=None, *, seed: int = 0) -> None:
     """Exercise 12.4: ``paired_counts(pred_a, pred_b, labels) -> (a_only, b_only)``: how many
-    sentences model A gets right and B wrong, and the other way round."""
+    sentences model A gets right and B wrong, and the other way round; and ``predicted_share``,
+    the prediction written before the measurement (of the test sentences where exactly one of
+    the shipped models is right, the share the one trained on more labels wins), graded within
+    ``SHARE_BAND`` of the measured share."""
     ex = "12.4"
     rng = np.random.default_rng(seed)
     n = 300
@@ -308,7 +454,8 @@ def check_paired_counts(student_fn, *, seed: int = 0) -> None:
             "return two integers, e.g. (int(...sum()), int(...sum())).",
         )  # fmt: skip
     if pair == expected:
-        passed(ex, f"A alone right on {expected[0]}, B alone on {expected[1]}")
+        _check_share_prediction(ex, predicted_share)
+        passed(ex, "the paired count, and the share predicted before it was measured")
         return
     disagree = int((pred_a != pred_b).sum())
     mistakes = {

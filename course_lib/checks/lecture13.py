@@ -1,4 +1,5 @@
-"""Checks for the exercises of lecture 13 (RoPE, RMSNorm, grouped-query attention, KV cache).
+"""Checks for the exercises of lecture 13 (RoPE, RMSNorm, grouped-query attention, what a KV
+cache keeps).
 
 Each check compares the student's answer with the course library on fixed cases and on random
 inputs drawn from its keyword-only ``seed``; when the answer is wrong it tries the usual mistakes
@@ -7,9 +8,11 @@ on the same input and names the one that matches.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from ..grouped_query import kv_cache_bytes, repeat_kv
+from ..grouped_query import repeat_kv
 from ..rmsnorm import rms_norm
 from ..rope import halves_to_interleaved, rope
 from . import (
@@ -19,13 +22,14 @@ from . import (
     call_student,
     check_array,
     check_diagnosis,
+    check_prediction,
     hidden_rng,
     passed,
 )
 from .given import ROPE_FAULTS, mystery_rope, rope_with_fault
 
-__all__ = ["check_rotate_pairs", "check_rms_norm", "check_repeat_kv_heads", "check_cache_values",
-           "check_diagnose_rope", "ROPE_FAULTS", "mystery_rope"]  # fmt: skip
+__all__ = ["check_rotate_pairs", "check_rms_norm", "check_repeat_kv_heads", "check_cache_contents",
+           "check_diagnose_rope", "CACHE_ANSWERS", "ROPE_FAULTS", "mystery_rope"]  # fmt: skip
 
 # The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
 # an answer that calls one is flagged in the grader's CSV (tools/grading/reach.py).
@@ -38,7 +42,7 @@ REFERENCES = {
     ),
     "13.2": ("course_lib.rmsnorm.rms_norm", "course_lib.nn.norms.RMSNorm"),
     "13.3": ("course_lib.grouped_query.repeat_kv",),
-    "13.4": ("course_lib.grouped_query.kv_cache_bytes",),
+    "13.4": (),
     "13.5": (),
 }
 
@@ -82,18 +86,68 @@ def _rope_mistakes(x: np.ndarray, positions: np.ndarray, theta: float):
     return [
         (halves, "pair i is the two NEIGHBOURING coordinates (2i, 2i+1) -- x[..., 0::2] and "
                  "x[..., 1::2] -- not (i, i + d/2) as in transformers' rotate_half."),
-        (rope(x, -positions, theta), "the rotation turns the wrong way: x'_2i = x_2i cos a - "
-                                     "x_2i+1 sin a and x'_2i+1 = x_2i sin a + x_2i+1 cos a."),
-        (wrong_freq, "omega_i = theta ** (-2i / d) with i counting PAIRS (i = 0 .. d/2 - 1), "
-                     "as in lecture 04; you used theta ** (-i / d)."),
+        (rope(x, -positions, theta), "your pairs turn clockwise: a pair (1, 0) turned by a small "
+                                     "positive angle must gain a POSITIVE second coordinate."),
+        (wrong_freq, "your frequencies fall too slowly: the exponent counts the pair's first "
+                     "DIMENSION (0, 2, 4, ...), as lecture 04's frequencies do, not the pair's "
+                     "number (0, 1, 2, ...)."),
         (rope(x, positions + 1, theta), "use the positions as given: a row at position 0 is not "
                                         "rotated at all."),
         (x, "your function returns x unchanged: rotate each pair by position * omega_i."),
     ]  # fmt: skip
 
 
-def check_rotate_pairs(student_fn, *, seed: int = 0) -> None:
-    """Exercise 13.1: RoPE on ``x (n, d)`` with interleaved pairs."""
+# The prediction of 13.1: Llama 3's heads (width 128, theta 500,000), trained on 8,192 tokens.
+SLOW_PAIRS_HEAD = {"d": 128, "theta": 500000.0, "length": 8192}
+
+
+def slow_pairs(d: int, theta: float, length: int) -> int:
+    """How many of a head's d/2 RoPE pairs never complete a full turn (2 pi) between two tokens
+    at most ``length - 1`` apart: pair i turns by theta ** (-2i / d) per position."""
+    omega = theta ** (-np.arange(0, d, 2) / d)  # (d/2,)
+    return int(((length - 1) * omega < 2 * np.pi).sum())
+
+
+def _check_slow_pairs_prediction(ex: str, predicted) -> None:
+    """13.1's prediction, worked out before the rotation is written: the pairs of a Llama 3 head
+    that never complete a turn within its training length. Told too low or too high and the
+    mistake it matches, never the value."""
+    if predicted is None:
+        raise ExerciseError(ex, "predicted_slow_pairs: your prediction is missing.",
+                            "work it out BEFORE you write the rotation, in the cell above it, "
+                            "and pass it to this check.")  # fmt: skip
+    if isinstance(predicted, (float, np.floating)) and float(predicted).is_integer():
+        predicted = int(predicted)  # 29.0 is a count written differently
+    h = SLOW_PAIRS_HEAD
+    want = slow_pairs(h["d"], h["theta"], h["length"])
+    omega = h["theta"] ** (-np.arange(0, h["d"], 2) / h["d"])  # (d/2,): pair i's frequency
+    by_pair_number = h["theta"] ** (-np.arange(h["d"] // 2) / h["d"])  # the exponent i / d
+    hints = {
+        h["d"] // 2 - want: "that counts the pairs that DO complete a turn.",
+        slow_pairs(h["d"], 10000.0, h["length"]): "that is theta = 10,000 (Llama 2's); Llama 3 "
+        "rotates with theta = 500,000.",
+        int(((h["length"] - 1) * by_pair_number < 2 * np.pi).sum()): "your frequencies fall too "
+        "slowly: the exponent counts the pair's first DIMENSION (0, 2, 4, ...), not the pair's "
+        "number.",
+        int(((h["length"] - 1) * omega < np.pi).sum()): "a full turn is 2 pi, not pi.",
+        slow_pairs(16, 10000.0, 64): "that is the lecture's tiny model (width 16, 64 tokens).",
+    }  # fmt: skip
+    hints.pop(want, None)
+    check_prediction(
+        ex, predicted, want,
+        what="predicted_slow_pairs, the pairs of a Llama 3 head (width 128, theta = 500,000) that "
+        "never complete a turn within 8,192 tokens",
+        too_low="more pairs than that turn by less than a full circle over 8,191 positions: "
+        "find the first pair whose frequency times 8,191 stays below 2 pi.",
+        too_high="fewer pairs than that stay below a full turn: find the first pair whose "
+        "frequency times 8,191 stays below 2 pi.",
+        hints=hints, not_int="write the number of pairs as a Python int.",
+    )  # fmt: skip
+
+
+def check_rotate_pairs(student_fn, predicted_slow_pairs=None, *, seed: int = 0) -> None:
+    """Exercise 13.1: RoPE on ``x (n, d)`` with interleaved pairs; then the prediction written
+    before it (:func:`_check_slow_pairs_prediction`)."""
     ex = "13.1"
     rng = np.random.default_rng(seed)
     cases = [
@@ -110,7 +164,8 @@ def check_rotate_pairs(student_fn, *, seed: int = 0) -> None:
         got = call_student(ex, student_fn, x.copy(), positions.copy(), theta)
         got = _as_array(ex, got, what, x.shape)
         _diagnose(ex, got, rope(x, positions, theta), what, _rope_mistakes(x, positions, theta),
-                  "pair i of the row at position m turns by the angle m * theta ** (-2i / d).")  # fmt: skip
+                  "try the case above by hand: which pair turns, by how much, and which way?")  # fmt: skip
+    _check_slow_pairs_prediction(ex, predicted_slow_pairs)
     passed(ex, "rotary position embedding")
 
 
@@ -135,18 +190,20 @@ def check_rms_norm(student_fn, *, seed: int = 0) -> None:
         got = _as_array(ex, got, what, x.shape)
         centred = x - x.mean(axis=-1, keepdims=True)
         mistakes = [
-            (rms_norm(centred, w, eps), "that is LayerNorm: RMSNorm does NOT subtract the mean; "
-                                        "divide x itself by sqrt(mean(x**2) + eps)."),
+            (rms_norm(centred, w, eps), "that is LayerNorm's centring: you subtracted the mean, "
+                                        "which is what RMSNorm drops."),
             (w * x / (np.sqrt(np.mean(x**2, axis=-1, keepdims=True)) + eps),
-             "eps goes INSIDE the square root: sqrt(mean(x**2) + eps)."),
-            (rms_norm(x, np.ones_like(w), eps), "multiply by the gain `weight` at the end."),
+             "you added eps AFTER the square root: find where the lecture's formula puts it "
+             "(the case with eps = 1e-2 tells the two apart)."),
+            (rms_norm(x, np.ones_like(w), eps), "your result ignores the gain `weight`."),
             (w * x / np.sqrt(np.sum(x**2, axis=-1, keepdims=True) + eps),
-             "the MEAN of the squares (divide the sum by d), not their sum."),
+             "you used the SUM of the squares: the root mean square averages them."),
             (w * x / np.sqrt(np.mean(x**2, axis=0, keepdims=True) + eps),
-             "normalise each token over its own features: the LAST axis (axis=-1)."),
+             "you normalised along the first axis: each token is normalised over its own "
+             "features, the LAST axis."),
         ]  # fmt: skip
         _diagnose(ex, got, rms_norm(x, w, eps), what, mistakes,
-                  "weight * x / sqrt(mean(x**2 over the last axis, keepdims=True) + eps).")  # fmt: skip
+                  "work the token [3, 4] by hand with the lecture's formula and compare.")  # fmt: skip
     passed(ex, "RMSNorm by hand")
 
 
@@ -172,109 +229,140 @@ def check_repeat_kv_heads(student_fn, *, seed: int = 0) -> None:
         groups = num_heads // kv.shape[-3]
         reps = (1,) * (kv.ndim - 3) + (groups, 1, 1)
         mistakes = [
-            (np.tile(kv, reps), "query heads of one group are NEIGHBOURS: head h reads KV head "
-                                "h // (num_heads // num_kv_heads), i.e. [k0, k0, k1, k1] "
-                                "(np.repeat), not [k0, k1, k0, k1] (np.tile)."),
+            (np.tile(kv, reps), "your copies are in np.tile's order (the whole stack of K/V "
+                                "heads, then the whole stack again): that is not how "
+                                "MultiHeadAttention groups its query heads. Test which query "
+                                "heads really share a K/V head."),
         ]  # fmt: skip
         _diagnose(ex, got, repeat_kv(kv, groups), what, mistakes,
-                  "repeat each KV head num_heads // num_kv_heads times along the head axis "
-                  "(axis -3), keeping the order.")  # fmt: skip
+                  "find out which query heads share each K/V head in MultiHeadAttention (the "
+                  "first case, K/V heads holding 0 and 1, shows your order).")  # fmt: skip
     passed(ex, "repeat K/V heads for grouped-query attention")
 
 
 # --- 13.4 ----------------------------------------------------------------------------------
 
-_EXERCISE_MODEL = {"vocab_size": 50, "d_model": 32, "num_heads": 8, "num_layers": 3, "d_ff": 48}
+CACHE_ANSWERS = ("keys", "values", "both", "neither")
+# The exercise's models (seed 0): the ModernLM the prediction is about, and lecture 11's GPT.
+EXERCISE_MODERN = {"vocab_size": 50, "d_model": 32, "num_heads": 8, "num_kv_heads": 2,
+                   "num_layers": 3, "d_ff": 48}  # fmt: skip
+EXERCISE_GPT = {"vocab_size": 50, "context_length": 16, "d_model": 32, "num_heads": 4,
+                "num_layers": 2}  # fmt: skip
 
 
-def _hidden_models(seed: int) -> list[dict]:
-    """ModernLM configurations: the exercise's (seed 0) or hidden ones (other sizes)."""
+def _cache_cases(seed: int) -> list[tuple[str, dict, int, int]]:
+    """(kind, config, token id, n): seed 0 the exercise's ModernLM and GPT (token 7, 8 times);
+    other seeds two hidden models of each kind (other widths, heads, KV heads, depths), in an
+    order drawn from the seed, so that only a measurement tells them apart."""
     if seed == 0:
-        return [dict(_EXERCISE_MODEL, num_kv_heads=k) for k in (8, 1)]
+        return [("modern", EXERCISE_MODERN, 7, 8), ("gpt", EXERCISE_GPT, 7, 8)]
     rng = hidden_rng(seed, 134)
-    models = []
-    for _ in range(2):
-        heads = int(rng.choice([2, 4, 6]))
-        kv = int(rng.choice([k for k in range(1, heads + 1) if heads % k == 0 and k != 2]))
-        d_head = int(rng.choice([2, 6]))
-        models.append({"vocab_size": 30, "d_model": heads * d_head, "num_heads": heads,
-                       "num_kv_heads": kv, "num_layers": int(rng.choice([3, 5])),
-                       "d_ff": 16})  # fmt: skip
-    return models
+    cases = []
+    for kind in ("modern", "gpt", "modern", "gpt"):
+        heads, d_head = int(rng.choice([2, 4, 8])), int(rng.choice([2, 4, 6]))
+        config = {"vocab_size": 40, "d_model": heads * d_head, "num_heads": heads,
+                  "num_layers": int(rng.integers(1, 4))}  # fmt: skip
+        if kind == "modern":
+            kv = [k for k in (1, 2, 4, 8) if heads % k == 0]
+            config |= {"num_kv_heads": int(rng.choice(kv)), "d_ff": 16}
+        else:
+            config |= {"context_length": 16}
+        cases.append((kind, config, int(rng.integers(0, 40)), int(rng.integers(2, 13))))
+    return [cases[int(i)] for i in rng.permutation(len(cases))]
 
 
-PREDICTION_MODEL = {"num_layers": 3, "d_model": 32, "num_heads": 8, "seq_len": 10, "batch": 2}
+def same_in_cache(model, token_id: int, n: int, *, exact: bool = False) -> str:
+    """Which of the cached keys and values are the same at every position, in every layer, after
+    ``model`` read ``token_id`` repeated ``n`` times: one of :data:`CACHE_ANSWERS`. Equal to
+    float32 rounding (``exact=False``) or bit for bit (``exact=True``, a usual mistake)."""
+    import torch
+
+    from ..nn.cache import KVCache
+
+    cache = KVCache()
+    with torch.inference_mode():
+        model(torch.full((1, n), token_id, dtype=torch.long), cache)
+
+    def same(t: torch.Tensor) -> bool:  # (batch, kv_heads, n, d_head): all equal position 0
+        first = t[:, :, :1].expand_as(t)
+        return torch.equal(t, first) if exact else torch.allclose(t, first, rtol=1e-4, atol=1e-6)
+
+    keys = all(same(layer.keys) for layer in cache.layers)
+    values = all(same(layer.values) for layer in cache.layers)
+    return {(True, True): "both", (True, False): "keys", (False, True): "values",
+            (False, False): "neither"}[keys, values]  # fmt: skip
 
 
-def _check_cache_prediction(ex: str, predicted) -> None:
-    """The three predictions of exercise 13.4 (values in the cache for k = 8, 4, 1 KV heads),
-    written before the measurement. Graded for their reasoning, not their luck: they must scale
-    with k as the cache does (k = 8 twice k = 4, eight times k = 1), and k = 8 must lie within a
-    factor of 2 of the true count (one forgotten factor of 2, such as K and V, is allowed)."""
-    m = PREDICTION_MODEL
-    true = {k: kv_cache_bytes(m["num_layers"], k, m["d_model"] // m["num_heads"], m["seq_len"],
-                              m["batch"], bytes_per_value=1) for k in (8, 4, 1)}  # fmt: skip
-    if not (isinstance(predicted, (tuple, list)) and len(predicted) == 3 and all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0
-            for v in predicted)):  # fmt: skip
-        raise ExerciseError(ex, f"predicted: expected your three predictions (k = 8, k = 4, k = 1) "
-                            f"as positive integers, got {predicted!r:.80}.",
-                            "write them down BEFORE you measure: predicted = (..., ..., ...).")  # fmt: skip
-    p8, p4, p1 = (int(v) for v in predicted)
-    if not (p8 == 2 * p4 and p8 == 8 * p1):
-        raise ExerciseError(ex, f"your predictions {p8}, {p4}, {p1} for k = 8, 4, 1 do not scale "
-                            "as the cache does.", "each KV head keeps its own keys and values, "
-                            "and nothing else in the cache depends on k: halve k, halve the "
-                            "cache.")  # fmt: skip
-    if not true[8] / 2 <= p8 <= true[8] * 2:
-        side = "low" if p8 < true[8] else "high"
-        raise ExerciseError(ex, f"your prediction for k = 8, {p8}, is more than a factor of 2 too "
-                            f"{side}.", "count the factors: K and V, layers, batch, tokens, KV "
-                            "heads, and the width of one head (d_model / num_heads).")  # fmt: skip
+@functools.cache
+def _exercise_measurement() -> str:
+    """What the exercise's ModernLM keeps (the prediction's subject), measured once a process."""
+    model = Built("course_lib.checks.given_torch:exercise_model", **EXERCISE_MODERN).build()
+    return same_in_cache(model, 7, 8)
 
 
-def check_cache_values(student_fn, predicted=None, *, seed: int = 0) -> None:
-    """Exercise 13.4 (predict, then measure): ``predicted``, three predictions written first
-    (see :func:`_check_cache_prediction`), then ``cache_values(model, seq_len, batch)``, the
-    number of values in the KV cache of the ModernLM it is given, after one forward pass over a
-    (batch, seq_len) input.
+_PREDICTION_HINTS = {
+    "both": "RoPE turns each key by its position before the key is cached: can the key of "
+    "position 0 and that of position 5 be one vector?",
+    "keys": "which of q, k and v does RoPE turn (section 2), and which does it leave alone?",
+    "neither": "ModernLM adds no position vector to its input (section 2): where, then, can a "
+    "position enter, and into which of k and v?",
+}
 
-    The model is built from a recipe where the student's code runs: the exercise's model (seed
-    0) or a hidden configuration (other seeds: other widths, heads, KV heads and depths), so a
-    formula with the exercise's numbers fails; the check counts with the library's formula.
-    """
+
+def _check_cache_prediction(ex: str, predicted, measured: str) -> None:
+    """The prediction of exercise 13.4, written before the measurement: which of the cached keys
+    and values of the exercise's ModernLM are the same at every position. Graded against the
+    check's own measurement; a wrong one is told what its reasoning missed, not the answer."""
+    choices = ", ".join(repr(c) for c in CACHE_ANSWERS)
+    if not isinstance(predicted, str) or predicted.strip().lower() not in CACHE_ANSWERS:
+        raise ExerciseError(ex, f"predicted: expected one of {choices}, got {predicted!r:.60}.",
+                            "write your prediction down BEFORE you measure: predicted = "
+                            "'...'.")  # fmt: skip
+    said = predicted.strip().lower()
+    if said != measured:
+        raise ExerciseError(ex, f"your prediction {said!r} is not what the ModernLM's cache "
+                            "holds (your measurement below shows it).",
+                            _PREDICTION_HINTS.get(said))  # fmt: skip
+
+
+def check_cache_contents(student_fn, predicted=None, *, seed: int = 0) -> None:
+    """Exercise 13.4 (predict, then measure): ``predicted``, written first (see
+    :func:`_check_cache_prediction`), then ``same_at_every_position(model, token_id, n)``: which
+    of the cached keys and values are the same at every position after ``model`` read one token
+    ``n`` times, measured on the models it is given.
+
+    The models are built from a recipe where the student's code runs: seed 0 the exercise's
+    ModernLM and lecture 11's GPT; other seeds hidden ModernLMs and GPTs in a hidden order (a
+    GPT's position vectors make every cached tensor differ; RoPE turns the keys only)."""
     ex = "13.4"
-    _check_cache_prediction(ex, predicted)
-    rng = np.random.default_rng([13, 4, seed])
-    for config in _hidden_models(seed):
-        seq_len, batch = int(rng.integers(5, 40)), int(rng.integers(1, 4))
-        model = Built("course_lib.checks.given_torch:exercise_model", **config)
-        got = call_student(ex, student_fn, model, seq_len, batch)
-        layers, heads, kv_heads = config["num_layers"], config["num_heads"], config["num_kv_heads"]
-        head_dim = config["d_model"] // heads
-        what = (f"values in the cache of a model with {layers} layers, {heads} heads, "
-                f"{kv_heads} KV heads, d_model {config['d_model']}, for {seq_len} tokens, "
-                f"batch {batch}")  # fmt: skip
-        if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
-            raise ExerciseError(ex, f"{what}: expected an integer, got {type(got).__name__} "
-                                f"{got!r:.80}.", "return cache.numel(), a Python int.")  # fmt: skip
-        expected = kv_cache_bytes(layers, kv_heads, head_dim, seq_len, batch, bytes_per_value=1)
-        mistakes = [
-            (expected * 4, "that is bytes (float32: 4 bytes a value); the question asks for the "
-                           "number of values."),
-            (expected // 2, "the cache holds keys AND values."),
-            (expected * heads // kv_heads, "the cache stores K and V BEFORE repeat_kv: one per "
-                                           "KV head, not one per query head."),
-            (expected // layers, "every layer has its own cache."),
-        ]  # fmt: skip
-        if got != expected:
-            hint = next((h for value, h in mistakes if value == got and value != expected),
-                        "run the model you are given once on (batch, seq_len) ids with a fresh "
-                        "KVCache and return cache.numel(); the check gives your function other "
-                        "models too.")  # fmt: skip
-            side = "too low" if got < expected else "too high"
-            raise ExerciseError(ex, f"{what}: your {int(got)} is {side}.", hint)
-    passed(ex, "the KV cache, measured")
+    _check_cache_prediction(ex, predicted, _exercise_measurement())
+    for k, (kind, config, token, n) in enumerate(_cache_cases(seed)):
+        recipe = Built("course_lib.checks.given_torch:exercise_model", kind=kind, seed=seed + k,
+                       **config)  # fmt: skip
+        model = recipe.build()
+        expected = same_in_cache(model, token, n)
+        got = call_student(ex, student_fn, recipe, token, n)
+        name = "ModernLM" if kind == "modern" else "GPT (lecture 11)"
+        kv = f", {config['num_kv_heads']} KV heads" if kind == "modern" else ""
+        what = (f"a {name} with {config['num_layers']} layer(s), {config['num_heads']} heads{kv}, "
+                f"d_model {config['d_model']}, token {token} repeated {n} times")  # fmt: skip
+        if not isinstance(got, str) or got not in CACHE_ANSWERS:
+            raise ExerciseError(ex, f"{what}: expected one of "
+                                f"{', '.join(repr(c) for c in CACHE_ANSWERS)}, got {got!r:.60}.",
+                                "return the answer as one of these strings.")  # fmt: skip
+        if got == expected:
+            continue
+        hint = ("run the model once on the token repeated n times with a fresh KVCache and "
+                "compare, in every layer, the cached keys (and the values) at each position with "
+                "those at position 0, to float32 rounding.")  # fmt: skip
+        if got == same_in_cache(model, token, n, exact=True):
+            hint = ("you compared bit for bit (== or torch.equal): in float32 an average of "
+                    "equal values can differ from them in the last bits. Compare to float32 "
+                    "rounding (torch.allclose).")  # fmt: skip
+        elif {got, expected} == {"keys", "values"}:
+            hint = "you swapped keys and values: each layer's cache holds .keys and .values."
+        raise ExerciseError(ex, f"{what}: your {got!r} is not what its cache holds.", hint)
+    passed(ex, "what a KV cache keeps of a position")
 
 
 _ROPE_PROBES = (  # (x, positions) on which the faults of exercise 13.5 rotate differently

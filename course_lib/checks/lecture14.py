@@ -1,5 +1,5 @@
-"""Checks for the exercises of lecture 14 (response-only mask, LoRA forward, DPO loss, and a
-measured accuracy of the shipped assistant).
+"""Checks for the exercises of lecture 14 (response-only mask, LoRA forward, DPO loss, what the
+shipped assistant answers past the lists it was tuned on, LoRA's break-even rank).
 
 Each check compares the student's answer with the course library on fixed cases and on random
 inputs drawn from its keyword-only ``seed``; when the answer is wrong it tries the usual mistakes
@@ -9,23 +9,18 @@ on the same input and names the one that matches.
 from __future__ import annotations
 
 import functools
+from collections import Counter
 
 import numpy as np
 import torch
 
 from ..data.chat import load_chat_tokenizer, render_chat
-from ..data.instructions import (
-    FAMILIES,
-    HELD_OUT_KINDS,
-    exact_match,
-    held_out_instructions,
-    instruction_words,
-)
+from ..data.instructions import MAX_WORDS, PHRASINGS, instruction_words
 from ..models.assistant import generate_replies, load_assistant
 from ..models.dpo import dpo_loss
 from . import ExerciseError, call_student, check_mistakes, check_prediction, hidden_rng, passed
 
-__all__ = ["check_response_mask", "check_lora_forward", "check_dpo_losses", "check_accuracy",
+__all__ = ["check_response_mask", "check_lora_forward", "check_dpo_losses", "check_count_replies",
            "check_lora_break_even"]  # fmt: skip
 
 # The course_lib functions (or classes: any of their methods) that compute each exercise's answer:
@@ -111,8 +106,8 @@ def check_response_mask(student_fn, *, seed: int = 0) -> None:
         mistakes = {h: np.array(m, dtype=float) for h, m in _masks(ids).items()}
         check_mistakes(ex, np.array(got, dtype=float), np.array(expected, dtype=float),
                        what=f"{what} (1 = True)", mistakes=mistakes,
-                       hint="True from the token after <|assistant|> up to and including the "
-                            "<|end|> that closes that turn; False everywhere else.")  # fmt: skip
+                       hint="go through the ids of the first case one by one: which tokens does "
+                            "the model read, and which must it learn to write?")  # fmt: skip
     passed(ex, "the response-only mask")
 
 
@@ -146,27 +141,36 @@ def check_lora_forward(student_fn, *, seed: int = 0) -> None:
         update = (x @ A.T) @ B.T
         base = x @ W.T + b
         mistakes = {
-            "scale the update by alpha / r, not by alpha (as peft and the LoRA paper do; "
-            "LLMs-from-scratch's LoRA scaled by alpha alone until its PR #823 of September "
-            "2025): with r = 1 the two agree, so the check uses r > 1.":
+            "you scaled the update by alpha alone, as LLMs-from-scratch's LoRA did until its PR "
+            "#823 of September 2025; peft and the LoRA paper scale it so that its size does not "
+            "grow with the rank (with r = 1 the two agree, so the check uses r > 1).":
                 base + alpha * update,
-            "the update is multiplied by the scaling alpha / r: you left it out.": base + update,
-            "the scaling is alpha / r (alpha divided by the rank), not r / alpha.":
+            "your update is not scaled at all: you left LoRA's scaling out.": base + update,
+            "your scaling is upside down: you divided the rank by alpha.":
                 base + (r / alpha) * update,
-            "keep the frozen layer: y = x W^T + b PLUS the update.": (alpha / r) * update,
+            "you returned the update alone: the frozen layer's output stays, and the update is "
+            "added to it.": (alpha / r) * update,
             "the frozen layer has a bias b: add it.": x @ W.T + (alpha / r) * update,
         }  # fmt: skip
         check_mistakes(ex, got, _lora_reference(x, W, b, A, B, alpha), what=what,
                        mistakes=mistakes, rtol=1e-5, atol=1e-5,
-                       hint="y = x W^T + b + (alpha / r) (x A^T) B^T with r = A.shape[0].")  # fmt: skip
+                       hint="compare with the lecture's LoRALinear on the first case (B = 0 gives "
+                            "the frozen layer alone), then on a case with B != 0.")  # fmt: skip
     passed(ex, "a LoRA layer's forward pass")
 
 
 # --- 14.3 ----------------------------------------------------------------------------------
 
 
+def _nll(z: np.ndarray) -> np.ndarray:
+    """-log sigmoid(z), written as a student would without thinking of overflow (the mistakes)."""
+    with np.errstate(over="ignore"):
+        return np.log1p(np.exp(-z))
+
+
 def check_dpo_losses(student_fn, *, seed: int = 0) -> None:
-    """Exercise 14.3: the DPO loss of each pair from the four arrays of log-probabilities."""
+    """Exercise 14.3: the DPO loss of each pair from the four arrays of log-probabilities, finite
+    and accurate for margins of +-1000 too (a stable answer is required, as in exercise 12.2)."""
     ex = "14.3"
     rng = np.random.default_rng(seed)
     cases = [
@@ -176,100 +180,141 @@ def check_dpo_losses(student_fn, *, seed: int = 0) -> None:
          np.array([-3.0, -2.5]), np.array([-3.0, -1.5]), 0.5),
         ("six random pairs, random beta", *(-10 * rng.random((4, 6))),
          float(rng.uniform(0.05, 1.0))),
+        ("two pairs with margins of about +1000 and -1000 (long answers), beta 1",
+         np.array([-5.0, -2010.0]), np.array([-2000.0, -4.0]), np.array([-1000.0, -1010.0]),
+         np.array([-1995.0, -4.0]) + rng.uniform(-1, 1, 2), 1.0),
     ]  # fmt: skip
     for what, pc, pr, rc, rr, beta in cases:
         got = call_student(ex, student_fn, pc.copy(), pr.copy(), rc.copy(), rr.copy(), beta)
         if isinstance(got, torch.Tensor):
-            got = got.detach().double().numpy()
+            got = got.detach().numpy()
         as_t = [torch.tensor(v) for v in (pc, pr, rc, rr)]
         expected = dpo_loss(*as_t, beta=beta)[0].numpy()
         margin = (pc - rc) - (pr - rr)
-
-        def nll(z):
-            return np.log1p(np.exp(-z))
-
         mistakes = {
-            "subtract the REFERENCE's log-probabilities: DPO compares log pi / pi_ref of the "
-            "chosen answer with that of the rejected one.": nll(beta * (pc - pr)),
-            "multiply the margin by beta INSIDE the sigmoid: -log sigmoid(beta * margin).":
-                beta * nll(margin),
-            "the sign: the loss is small when the CHOSEN answer gained more than the rejected "
-            "one, -log sigmoid(+beta * margin).": nll(-beta * margin),
+            "your loss ignores the REFERENCE model: DPO compares how much more the policy than "
+            "the reference prefers the chosen answer.": _nll(beta * (pc - pr)),
+            "you multiplied the loss by beta: beta scales the margin before the sigmoid, not "
+            "the loss after it.": beta * _nll(margin),
+            "the sign: your loss is small when the REJECTED answer gained more than the chosen "
+            "one.": _nll(-beta * margin),
             "return one loss per pair (the mean is taken when training).":
-                np.full_like(pc, nll(beta * margin).mean()),
-            "the loss is -log sigmoid(...), not 1 - sigmoid(...).":
-                1 - 1 / (1 + np.exp(-beta * margin)),
+                np.full_like(pc, _nll(beta * margin).mean()),
+            "that is 1 - sigmoid of the scaled margin: DPO's loss is the negative log-likelihood "
+            "of the preference.": 1 - 1 / (1 + np.exp(np.clip(-beta * margin, -700, 700))),
         }  # fmt: skip
         if np.ndim(got) == 0 and pc.size == 1:  # one pair: a number is its loss
             got = np.reshape(np.asarray(got, dtype=float), (1,))
         if np.ndim(got) == 0 and pc.size > 1:
             raise ExerciseError(ex, f"{what}: expected {pc.size} losses, got one number {got!r:.40}.",
                                 "return one loss per pair (the mean is taken when training).")  # fmt: skip
+        try:
+            unstable = np.shape(got) == pc.shape and not np.all(np.isfinite(np.asarray(got, float)))
+        except (TypeError, ValueError):
+            unstable = False
+        if unstable:
+            raise ExerciseError(ex, f"{what}: your losses are {np.asarray(got, float).tolist()}: "
+                                "inf or nan where the loss is finite.",
+                                "not stable: an exp of a large positive number overflows (exp(z) "
+                                "is inf in float64 from z = 710). Rewrite the loss so that no exp "
+                                "ever gets a large positive argument, as exercise 12.2 did.")  # fmt: skip
         check_mistakes(ex, got, expected, what=what, mistakes=mistakes, rtol=1e-5, atol=1e-6,
-                       hint="loss = -log sigmoid(beta * ((pc - rc) - (pr - rr))) per pair.")  # fmt: skip
+                       hint="work the first case by hand: with the policy equal to the "
+                            "reference, the loss of every pair is the same number, whatever the "
+                            "log-probabilities.")  # fmt: skip
     passed(ex, "the DPO loss")
 
 
 # --- 14.4 ----------------------------------------------------------------------------------
 
-_ONE_ANSWER = ("first", "last", "count")
-_FIXED_CASE = ("unseen_words", ("first", "last", "count"), 4)
+LONG_LIST = MAX_WORDS + 2  # words in each list asked about: two more than any list tuned on
+_LISTS = 12  # lists per case
+COUNT_PROMPT = PHRASINGS["count"][0]  # "How many words are in: {words}?"
+
+
+def _long_lists(seed: int) -> tuple[tuple[str, ...], ...]:
+    """The notebook's lists (seed 0) or hidden ones: ``_LISTS`` lists of ``LONG_LIST`` distinct
+    training words (words the assistant was tuned on, in lists it never saw)."""
+    rng = np.random.default_rng([144, 0]) if seed == 0 else hidden_rng(seed, 144)
+    words = instruction_words()[0]
+    picks = [rng.choice(len(words), size=LONG_LIST, replace=False) for _ in range(_LISTS)]
+    return tuple(tuple(words[int(i)] for i in p) for p in picks)
 
 
 @functools.cache
-def _tuned_assistant():
-    """The tuned assistant and its tokenizer, loaded once per process (the grader's)."""
-    return load_assistant("tuned")[0], load_chat_tokenizer()
+def _assistant(name: str = "tuned"):
+    """A shipped assistant and the chat tokenizer, loaded once per process (the grader's)."""
+    return load_assistant(name)[0], load_chat_tokenizer()
 
 
 @functools.cache
-def _accuracy(kind: str, families: tuple[str, ...], per_family: int) -> float:
-    """The tuned assistant's exact-match accuracy, computed once per process for each case (a
-    generation costs about a second: the grader computes it once a class, not once a notebook)."""
-    model, tok = _tuned_assistant()
-    items = [x for x in held_out_instructions(kind, per_family) if x.family in families]
-    replies = generate_replies(model, tok, [x.prompt for x in items])
-    return float(np.mean([exact_match(r, x.answer) for r, x in zip(replies, items, strict=True)]))
-
-
-def _accuracy_cases(seed: int) -> list[tuple[str, tuple[str, ...], int]]:
-    """Seed 0: the fixed case and the case of seed 0; a hidden seed: its own case only (the
-    fixed one was asked at seed 0: a second generation of it would only cost time)."""
-    rng = np.random.default_rng(seed)
-    kinds = list(HELD_OUT_KINDS)
-    drawn = (kinds[int(rng.integers(3))],
-             tuple(FAMILIES[int(i)] for i in sorted(rng.choice(5, size=2, replace=False))), 3)  # fmt: skip
-    return [_FIXED_CASE, drawn] if seed == 0 else [drawn]
+def _count_tally(lists: tuple[tuple[str, ...], ...], name: str = "tuned") -> dict[str, int]:
+    """How often the assistant gives each reply to "How many words are in: ...?" over ``lists``
+    (computed once per process for each case: the grader computes seed 0's once a class)."""
+    model, tok = _assistant(name)
+    prompts = [COUNT_PROMPT.format(words=" ".join(words)) for words in lists]
+    return dict(Counter(generate_replies(model, tok, prompts)))
 
 
 def precompute() -> None:
     """What every lecture-14 notebook's checks compare with: the grader calls this once before
     it grades a class (forked workers share it), so a notebook costs only its hidden case."""
-    for case in _accuracy_cases(0):
-        _accuracy(*case)
+    _count_tally(_long_lists(0))
 
 
-def check_accuracy(student_fn, *, seed: int = 0) -> None:
-    """Exercise 14.4: the tuned assistant's exact-match accuracy on a held-out kind."""
+def _check_count_prediction(ex: str, predicted) -> None:
+    """The prediction of exercise 14.4, written before the measurement: the reply the tuned
+    assistant gives most often to "How many words are in: ...?" on the notebook's lists of
+    ``LONG_LIST`` words. Graded against the check's own measurement, never told the answer."""
+    if isinstance(predicted, bool) or not isinstance(predicted, (str, int, np.integer)):
+        raise ExerciseError(ex, f"predicted: expected the reply you expect, as a string (or an "
+                            f"int), got {type(predicted).__name__} {predicted!r:.60}.",
+                            "write your prediction down BEFORE you measure: predicted = "
+                            "'...'.")  # fmt: skip
+    tally = _count_tally(_long_lists(0))
+    said = str(predicted).strip()
+    if said == max(tally, key=tally.get):
+        return
+    hint = "measure it (the cells below), and then find the reason in how the model was tuned."
+    if said == str(LONG_LIST):
+        hint = ("that is the right count: what a rule that counts would say. The assistant learned "
+                "from examples instead: which answers did its counting examples have?")  # fmt: skip
+    raise ExerciseError(ex, f"your prediction {said!r:.40} is not the reply the tuned assistant "
+                        f"gives most often to these lists of {LONG_LIST} words.", hint)  # fmt: skip
+
+
+def check_count_replies(student_fn, predicted=None, *, seed: int = 0) -> None:
+    """Exercise 14.4 (predict, then measure): ``predicted``, written first (see
+    :func:`_check_count_prediction`), then ``count_replies(word_lists)``: how often the tuned
+    assistant gives each reply to "How many words are in: ...?" over the lists it is given,
+    measured live against the shipped checkpoint. Seed 0: the notebook's lists; other seeds
+    hidden ones (the reference is computed once per case)."""
     ex = "14.4"
-    for kind, families, per_family in _accuracy_cases(seed):
-        families = list(families)
-        what = f"accuracy on {kind!r}, families {families}, {per_family} per family"
-        got = call_student(ex, student_fn, kind, list(families), per_family)
-        if isinstance(got, bool) or not isinstance(got, (int, float, np.floating, np.integer)):
-            raise ExerciseError(ex, f"{what}: expected a number between 0 and 1, got "
-                                f"{type(got).__name__} {got!r:.60}.")  # fmt: skip
-        expected = _accuracy(kind, tuple(families), per_family)
-        if abs(float(got) - expected) < 1e-9:
-            continue
-        hint = "generate the tuned model's replies to the prompts of exactly these families and "
-        hint += "count the exact matches (exact_match) over all of them."
-        if abs(float(got) - 100 * expected) < 1e-6:
-            hint = "return a fraction between 0 and 1, not a percentage."
-        elif abs(float(got) - _accuracy(kind, tuple(FAMILIES), per_family)) < 1e-9:
-            hint = "keep only the instructions of the families asked for (x.family in families)."
-        raise ExerciseError(ex, f"{what}:\n  expected {expected:.4f}\n  got      {got}", hint)
-    passed(ex, "the tuned assistant, measured")
+    _check_count_prediction(ex, predicted)
+    lists = _long_lists(seed)
+    what = f"replies to {len(lists)} lists of {LONG_LIST} words"
+    got = call_student(ex, student_fn, [list(words) for words in lists])
+    if not isinstance(got, dict) or not all(isinstance(k, str) for k in got):
+        raise ExerciseError(ex, f"{what}: expected a dict reply -> how many times (a Counter "
+                            f"will do), got {type(got).__name__} {got!r:.60}.",
+                            "count the replies, e.g. collections.Counter(replies).")  # fmt: skip
+    got = {k.strip(): v for k, v in got.items() if v}
+    expected = _count_tally(lists)
+    if got == expected:
+        passed(ex, "what the assistant answers past its longest lists")
+        return
+    counts = list(got.values())
+    hint = ("ask the tuned assistant (load_assistant('tuned'), generate_replies) the question "
+            "of PHRASINGS['count'][0] about each list, and count its replies.")  # fmt: skip
+    if got == {str(LONG_LIST): len(lists)}:
+        hint = ("that is how many words each list has, not what the model replies: ask the "
+                "MODEL, then count its replies.")  # fmt: skip
+    elif counts and all(isinstance(c, float) for c in counts) and abs(sum(counts) - 1) < 1e-6:
+        hint = "return how many times each reply came (counts), not fractions."
+    elif any(got == _count_tally(lists, other) for other in ("lora", "dpo")):
+        hint = "those are the replies of another shipped assistant: load the tuned one."
+    raise ExerciseError(ex, f"{what}: your tally {dict(sorted(got.items()))!r:.200} is not "
+                        "what the tuned assistant replies.", hint)  # fmt: skip
 
 
 # --- 14.5 ----------------------------------------------------------------------------------
@@ -301,10 +346,10 @@ def check_lora_break_even(student_fn, *, seed: int = 0) -> None:
             "fewer parameters than the layer (whose bias, out numbers, full fine-tuning trains "
             "too, while LoRA leaves it frozen).",
             min(out_f, in_f): "that is where LoRA's update stops being low-rank (a full-rank "
-            "B A), not where its parameter count catches up: count r (in + out) against out in "
-            "+ out.",
-            -(-(out_f * in_f + out_f) // in_f): "LoRA trains A (r x in) AND B (out x r): r (in + "
-            "out) parameters, not r in.",
+            "B A), not where its parameter count catches up: count what A and B hold against "
+            "what the layer holds.",
+            -(-(out_f * in_f + out_f) // in_f): "LoRA trains A AND B: your count leaves B's "
+            "numbers out.",
         }
         hints.pop(want, None)
         check_prediction(
@@ -312,9 +357,9 @@ def check_lora_break_even(student_fn, *, seed: int = 0) -> None:
             what=f"lora_break_even({out_f}, {in_f}), the smallest rank at which LoRA trains as "
             "many parameters as the full layer",
             too_low="at that rank LoRA's A and B still hold fewer numbers than the layer's weight "
-            "and bias: r (in + out) < out in + out.",
-            too_high="a smaller rank already trains as many parameters: r (in + out) >= out in + "
-            "out.",
+            "and bias: count both again.",
+            too_high="a smaller rank already trains as many parameters as the layer's weight and "
+            "bias.",
             hints=hints, not_int="return the rank, a Python int.",
         )  # fmt: skip
     passed(ex, "where LoRA stops saving parameters")

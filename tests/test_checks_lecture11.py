@@ -292,7 +292,8 @@ def test_kv_cache_numbers_grades_the_heads_prediction_wrong(predicted, hint):
         (lambda L, d, h, b, t: 2 * L * t * d * b * h, "do not multiply"),
         (lambda L, d, h, b, t: 8 * L * t * d * b, "not bytes"),
         (lambda L, d, h, b, t: 2 * L * (t - 1) * d * b, "the token just generated"),
-        (lambda L, d, h, b, t: _numbers(L, d, h, b, t) + 1, "Which factor of your product"),
+        (lambda L, d, h, b, t: _numbers(L, d, h, b, t) + 1, "does not keep: follow one new token"),
+        (lambda L, d, h, b, t: _numbers(L, d, h, b, t) - 1, "is missing from your count"),
         (lambda L, d, h, b, t: RIGHT, "too high"),  # GPT-2 medium's number: not the small model's
         (lambda L, d, h, b, t: str(RIGHT), "expected an integer"),
         (lambda L, d, h, b, t: None, "expected a value, got None"),

@@ -389,3 +389,80 @@ def test_fine_tune_keep_best_ends_with_the_best_validation_epoch():
     with pytest.raises(ValueError, match="batch_size"):
         fine_tune(model, states, labels, states, labels, lr=1e-2, head_lr=1e-2, epochs=1,
                   batch_size=64)  # fmt: skip
+
+
+def _scratch_by_hand(tokenizer, train_x, train_y, val_x, val_y, test_x, rng, epochs):
+    """The loop lecture 12 wrote out in its cell before it moved into
+    ``train_scratch_classifier`` (the independent reference): test predictions, best epoch."""
+    from course_lib.configs import BertEncoderConfig
+    from course_lib.models.bert_encoder import BertEncoder
+
+    wordpieces = {name: [tokenizer(t, truncation=True, max_length=64) for t in texts]
+                  for name, texts in [("train", train_x), ("validation", val_x), ("test", test_x)]}  # fmt: skip
+    seen = sorted(
+        {i for row in wordpieces["train"] for i in row["input_ids"]} | {0, tokenizer.unk_token_id}
+    )
+    small_id = torch.full((tokenizer.vocab_size,), seen.index(tokenizer.unk_token_id))
+    small_id[seen] = torch.arange(len(seen))
+    torch.manual_seed(0)
+    cfg = BertEncoderConfig(vocab_size=len(seen), hidden_size=16, num_hidden_layers=1,
+                            num_attention_heads=2, intermediate_size=64,
+                            max_position_embeddings=64, hidden_dropout_prob=0.1)  # fmt: skip
+    scratch = torch.nn.ModuleDict({"encoder": BertEncoder(cfg, add_pooler=False),
+                                   "head": torch.nn.Linear(16, 3)})  # fmt: skip
+    opt = torch.optim.AdamW(scratch.parameters(), lr=2e-3, weight_decay=0.01)
+
+    def scores(rows):
+        b = tokenizer.pad(rows, return_tensors="pt")
+        out = scratch["encoder"](small_id[b["input_ids"]], attention_mask=b["attention_mask"])
+        return scratch["head"](mean_pool(out.last_hidden_state, b["attention_mask"]))
+
+    @torch.no_grad()
+    def predict(rows):
+        scratch.eval()
+        return np.array([scores([r]).argmax(-1).item() for r in rows])  # one at a time
+
+    by_length = np.argsort([len(r["input_ids"]) for r in wordpieces["train"]], kind="stable")
+    batches = [by_length[k : k + 4] for k in range(0, len(by_length), 4)]
+    best_val, best_epoch = -1.0, None
+    for epoch in range(epochs):
+        scratch.train()
+        for k in rng.permutation(len(batches)):
+            idx = batches[k]
+            loss = F.cross_entropy(scores([wordpieces["train"][i] for i in idx]),
+                                   torch.from_numpy(train_y[idx]))  # fmt: skip
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        val_acc = (predict(wordpieces["validation"]) == val_y).mean()
+        if val_acc > best_val:
+            best_val, best_epoch, best_state = (
+                val_acc,
+                epoch + 1,
+                copy.deepcopy(scratch.state_dict()),
+            )
+    scratch.load_state_dict(best_state)
+    return predict(wordpieces["test"]), best_epoch, best_val, len(seen)
+
+
+def test_train_scratch_classifier_is_the_lectures_former_loop():
+    from course_lib.models.classifier import train_scratch_classifier
+    from course_lib.pretrained import load_minilm
+
+    tokenizer, _ = load_minilm()
+    x, y = load_topic_sentences("train", per_topic=8)
+    keep = y < 3  # three topics, 24 sentences
+    train_x, train_y = [t for t, k in zip(x, keep, strict=True) if k], y[keep]
+    vx, vy = load_topic_sentences("validation", per_topic=4)
+    val_x, val_y = [t for t, k in zip(vx, vy < 3, strict=True) if k], vy[vy < 3]
+    test_x = val_x[::-1]
+    want = _scratch_by_hand(tokenizer, train_x, train_y, val_x, val_y, test_x,
+                            np.random.default_rng(0), epochs=3)  # fmt: skip
+    torch.manual_seed(0)
+    model = train_scratch_classifier(tokenizer, train_x, train_y, val_x, val_y,
+                                     rng=np.random.default_rng(0), num_classes=3, epochs=3,
+                                     batch_size=4, hidden_size=16, layers=1, heads=2)  # fmt: skip
+    got = (model.predict(test_x, batch_size=5), model.best_epoch, model.best_validation,
+           len(model.vocabulary))  # fmt: skip
+    assert np.array_equal(got[0], want[0]) and got[1:] == (want[1], pytest.approx(want[2]), want[3])
+    assert model.best_epoch in (1, 2, 3) and not model.training

@@ -323,12 +323,12 @@ def check_kv_cache_numbers(student_fn, heads_change_count=None, *, seed: int = 0
                          what=f"numbers in the KV cache of {layers} layers, d_model {d}, {heads} "
                          f"heads, for {batch} sequences of {tokens} tokens"
                          + (" (measured on a real cache)" if small else ""),
-                         too_low="list what the cache keeps: which tensors, in how many "
-                         "layers, for how many positions, how wide, for how many sequences. "
-                         "Which of those did your product leave out?",
-                         too_high="list what the cache keeps: which tensors, in how many "
-                         "layers, for how many positions, how wide, for how many sequences. "
-                         "Which factor of your product is not one of those?", hints=mistakes,
+                         too_low="something the cache keeps is missing from your count: "
+                         "follow one new token through the model and write down what it leaves "
+                         "behind in the cache, and where.",
+                         too_high="your count holds something the cache does not keep: follow "
+                         "one new token through the model and write down what it leaves behind "
+                         "in the cache, and where.", hints=mistakes,
                          not_int="return a Python int: a product of the numbers you are given.")  # fmt: skip
     _check_heads_prediction(ex, heads_change_count)
     passed(ex, "the KV cache's size predicted, and confirmed on real caches")

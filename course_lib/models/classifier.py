@@ -49,6 +49,8 @@ __all__ = [
     "confusion_matrix",
     "encode_sentences",
     "SpanHead",
+    "ScratchClassifier",
+    "train_scratch_classifier",
 ]
 
 
@@ -411,3 +413,114 @@ def encode_sentences(tokenizer, texts, max_length: int = 64, batch_size: int = 6
                 batch[k][j, : len(r[k])] = torch.tensor(r[k])
         batches.append(batch)
     return np.array(order), batches
+
+
+class ScratchClassifier(nn.Module):
+    """Lecture 12's small transformer trained from scratch (what
+    :func:`train_scratch_classifier` returns): the WordPiece ids of a pretrained tokenizer mapped
+    to the pieces seen in training (every other piece read as ``[UNK]``), a :class:`BertEncoder`
+    without pooler, and a linear map on the mean of the token vectors."""
+
+    def __init__(self, tokenizer, seen: list[int], config, num_classes: int, max_length: int):
+        super().__init__()
+        from ..configs import BertEncoderConfig
+
+        self.tokenizer = check_callable(tokenizer, "tokenizer", "a Hugging Face tokenizer")
+        self.config = check_type(config, "config", BertEncoderConfig)
+        self.max_length = check_positive_int(max_length, "max_length")
+        self.vocabulary = list(seen)  # WordPiece ids kept, in the order of the small ids
+        small_id = torch.full(
+            (tokenizer.vocab_size,), self.vocabulary.index(tokenizer.unk_token_id)
+        )
+        small_id[self.vocabulary] = torch.arange(len(self.vocabulary))  # [PAD] stays 0
+        self.register_buffer("small_id", small_id, persistent=False)  # WordPiece id -> small id
+        self.encoder = BertEncoder(config, add_pooler=False)
+        self.head = nn.Linear(config.hidden_size, check_positive_int(num_classes, "num_classes"))
+        self.best_epoch, self.best_validation = None, None  # set by train_scratch_classifier
+
+    def wordpieces(self, texts) -> list:
+        """Each text tokenized on its own (truncated to ``max_length`` pieces)."""
+        if isinstance(texts, str):
+            raise TypeError(f"texts must be a list of str, got the str {texts!r:.40}")
+        return [self.tokenizer(t, truncation=True, max_length=self.max_length) for t in texts]
+
+    def scores(self, rows) -> torch.Tensor:
+        """Scores ``(batch, C)`` of tokenized sentences, padded to the longest of the batch."""
+        b = self.tokenizer.pad(rows, return_tensors="pt")  # input_ids, attention_mask: (batch, n)
+        out = self.encoder(self.small_id[b["input_ids"]], attention_mask=b["attention_mask"])
+        return self.head(mean_pool(out.last_hidden_state, b["attention_mask"]))
+
+    @torch.no_grad()
+    def predict(self, texts, batch_size: int = 256) -> np.ndarray:
+        """Predicted classes of ``texts`` (sentences of similar length batched), in their order."""
+        rows = texts if texts and not isinstance(texts[0], str) else self.wordpieces(texts)
+        self.eval()
+        by_length = np.argsort([len(r["input_ids"]) for r in rows], kind="stable")
+        preds = np.empty(len(rows), dtype=np.int64)
+        for k in range(0, len(rows), check_positive_int(batch_size, "batch_size")):
+            idx = by_length[k : k + batch_size]
+            preds[idx] = self.scores([rows[i] for i in idx]).argmax(-1).numpy()
+        return preds
+
+
+def train_scratch_classifier(tokenizer, train_texts, train_labels, val_texts, val_labels, *,
+                             rng: np.random.Generator, num_classes: int, epochs: int = 30,
+                             batch_size: int = 32, lr: float = 2e-3, hidden_size: int = 64,
+                             layers: int = 2, heads: int = 4, dropout: float = 0.1,
+                             max_length: int = 64) -> ScratchClassifier:  # fmt: skip
+    """Train lecture 12's small transformer from random weights on ``train_texts`` only.
+
+    Its vocabulary is the WordPiece pieces seen in ``train_texts`` (plus ``[PAD]`` and
+    ``[UNK]``); its encoder ``layers`` x ``hidden_size`` (``heads`` heads, feed-forward 4x as
+    wide); its head a linear map on the mean of the token vectors. AdamW (``lr``, weight decay
+    0.01) on batches of ``batch_size`` training sentences of similar length (less padding),
+    visited in a new order each epoch (``rng``: a numpy Generator); after each epoch the
+    accuracy on ``val_texts``; the model ends with the weights of the epoch of best validation
+    accuracy (the first, on a tie), kept in ``model.best_epoch`` / ``model.best_validation``.
+    The weights are drawn from torch's generator: seed it (:func:`course_lib.seed_everything`)
+    first to repeat a run exactly. Raises ``TypeError``/``ValueError`` naming a bad argument.
+    """
+    from ..configs import BertEncoderConfig
+
+    check_callable(tokenizer, "tokenizer", "a Hugging Face tokenizer (callable)")
+    check_type(rng, "rng", np.random.Generator)
+    for name, texts, labels in (("train", train_texts, train_labels),
+                                ("val", val_texts, val_labels)):  # fmt: skip
+        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+            raise TypeError(f"{name}_texts must be a list of str, got {type(texts).__name__}")
+        check_class_ids(labels, f"{name}_labels", check_positive_int(num_classes, "num_classes"))
+        if len(labels) != len(texts) or not len(texts):
+            raise ValueError(f"{name}_labels must hold one class id per text ({len(texts)}, at "
+                             f"least one), got {len(labels)}")  # fmt: skip
+    epochs, batch_size = check_positive_int(epochs, "epochs"), check_positive_int(batch_size,
+                                                                                  "batch_size")  # fmt: skip
+    train = [tokenizer(t, truncation=True, max_length=max_length) for t in train_texts]
+    seen = sorted({i for row in train for i in row["input_ids"]} | {0, tokenizer.unk_token_id})
+    config = BertEncoderConfig(
+        vocab_size=len(seen), hidden_size=hidden_size, num_hidden_layers=layers,
+        num_attention_heads=heads, intermediate_size=4 * hidden_size,
+        max_position_embeddings=max_length, hidden_dropout_prob=check_dropout(dropout),
+    )  # fmt: skip
+    model = ScratchClassifier(tokenizer, seen, config, num_classes, max_length)
+    opt = torch.optim.AdamW(model.parameters(), lr=check_positive_number(lr, "lr"),
+                            weight_decay=0.01)  # fmt: skip
+    val = model.wordpieces(val_texts)
+    train_labels, val_labels = np.asarray(train_labels), np.asarray(val_labels)
+    by_length = np.argsort([len(r["input_ids"]) for r in train], kind="stable")
+    batches = [by_length[k : k + batch_size] for k in range(0, len(by_length), batch_size)]
+    best = None
+    for epoch in range(1, epochs + 1):
+        model.train()
+        for k in rng.permutation(len(batches)):
+            idx = batches[k]
+            scores = model.scores([train[i] for i in idx])  # (batch, C)
+            loss = F.cross_entropy(scores, torch.from_numpy(train_labels[idx]))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        accuracy = float((model.predict(val) == val_labels).mean())
+        if best is None or accuracy > best[0]:  # keep the epoch of best validation accuracy
+            best = (accuracy, epoch, copy.deepcopy(model.state_dict()))
+    model.load_state_dict(best[2])
+    model.best_validation, model.best_epoch = best[0], best[1]
+    return model

@@ -313,3 +313,22 @@ def test_lora_break_even_passes_right_answers(fn, seed, capsys):
 def test_lora_break_even_names_the_mistake(fn, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_lora_break_even(fn)
+
+
+def test_the_14_4_prompt_quotes_the_lectures_count_accuracy():
+    """Exercise 14.4's "counts right 90 % of the time (lecture 14, new_combinations)" is the
+    tuned model's count accuracy on new lists that lecture 14 prints (per family, n = 60)."""
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    lecture = json.loads((root / "notebooks" / "14_assistant.ipynb").read_text())
+    printed = "".join("".join(o.get("text", "")) for c in lecture["cells"] if c["cell_type"] ==
+                      "code" for o in c.get("outputs", []))  # fmt: skip
+    (line,) = [x for x in printed.splitlines() if x.startswith("new_combinations  first")]
+    assert re.search(r"count\s+90 \[", line), line
+    exercise = json.loads((root / "solutions" / "14_assistant.ipynb").read_text())
+    prompt = next("".join(c["source"]) for c in exercise["cells"]
+                  if "".join(c["source"]).startswith("## Exercise 14.4"))  # fmt: skip
+    assert "counts right 90 %" in prompt

@@ -203,6 +203,14 @@ def _latent_cache(batch: int, heads: int, width: int) -> LayerKVCache:
     return cache
 
 
+class _FakeTokenizer:  # what ScratchClassifier reads of a Hugging Face tokenizer
+    vocab_size, unk_token_id = 10, 1
+
+    def __call__(self, text, **kwargs):
+        return {"input_ids": [0, 1], "attention_mask": [1, 1]}
+
+
+SCRATCH = classifier.ScratchClassifier(_FakeTokenizer(), [0, 1], ENC_CFG, 2, 8)
 NORM = RMSNorm(8)
 MLM_HEAD = mlm_head.MlmHead(8, 20)
 CLASSIFIER = classifier.BertClassifier([], 8, 3)
@@ -399,6 +407,9 @@ CASES = [
     (classifier.train_scratch_classifier, (lambda t, **kw: {}, ["a"], [0], ["b"], [0]),
      {"rng": np.random.default_rng(0), "num_classes": 2, "epochs": 0}, ValueError,
      "epochs must be >= 1, got 0"),
+    (SCRATCH.predict, ("a sentence",), {}, TypeError, "texts must be a list of str, got str"),
+    (SCRATCH.predict, (["a"],), {"batch_size": 0}, ValueError, "batch_size must be >= 1, got 0"),
+    (SCRATCH.predict, ([1, 2],), {}, TypeError, "texts must be a list of str, got [1, 2]"),
     (classifier.ScratchClassifier, (None, [0], ENC_CFG, 2, 8), {}, TypeError,
      "tokenizer must be a Hugging Face tokenizer, got NoneType"),
     (classifier.ScratchClassifier, (lambda t, **kw: {}, [0], "config", 2, 8), {}, TypeError,

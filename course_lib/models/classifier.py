@@ -438,13 +438,13 @@ class ScratchClassifier(nn.Module):
         self.head = nn.Linear(config.hidden_size, check_positive_int(num_classes, "num_classes"))
         self.best_epoch, self.best_validation = None, None  # set by train_scratch_classifier
 
-    def wordpieces(self, texts) -> list:
+    def _wordpieces(self, texts) -> list:
         """Each text tokenized on its own (truncated to ``max_length`` pieces)."""
         if isinstance(texts, str):
             raise TypeError(f"texts must be a list of str, got the str {texts!r:.40}")
         return [self.tokenizer(t, truncation=True, max_length=self.max_length) for t in texts]
 
-    def scores(self, rows) -> torch.Tensor:
+    def _scores(self, rows) -> torch.Tensor:
         """Scores ``(batch, C)`` of tokenized sentences, padded to the longest of the batch."""
         b = self.tokenizer.pad(rows, return_tensors="pt")  # input_ids, attention_mask: (batch, n)
         out = self.encoder(self.small_id[b["input_ids"]], attention_mask=b["attention_mask"])
@@ -452,14 +452,24 @@ class ScratchClassifier(nn.Module):
 
     @torch.no_grad()
     def predict(self, texts, batch_size: int = 256) -> np.ndarray:
-        """Predicted classes of ``texts`` (sentences of similar length batched), in their order."""
-        rows = texts if texts and not isinstance(texts[0], str) else self.wordpieces(texts)
+        """Predicted classes of ``texts`` (a list of str; sentences of similar length batched),
+        in their order."""
+        batch_size = check_positive_int(batch_size, "batch_size")
+        if isinstance(texts, str) or not isinstance(texts, (list, tuple)):
+            raise TypeError(f"texts must be a list of str, got {type(texts).__name__} "
+                            f"{texts!r:.40}")  # fmt: skip
+        if all(isinstance(t, str) for t in texts):
+            rows = self._wordpieces(texts)
+        elif all(isinstance(t, dict) or hasattr(t, "keys") for t in texts):
+            rows = texts  # already tokenized (train_scratch_classifier's validation rows)
+        else:
+            raise TypeError(f"texts must be a list of str, got {texts!r:.60}")
         self.eval()
         by_length = np.argsort([len(r["input_ids"]) for r in rows], kind="stable")
         preds = np.empty(len(rows), dtype=np.int64)
-        for k in range(0, len(rows), check_positive_int(batch_size, "batch_size")):
+        for k in range(0, len(rows), batch_size):
             idx = by_length[k : k + batch_size]
-            preds[idx] = self.scores([rows[i] for i in idx]).argmax(-1).numpy()
+            preds[idx] = self._scores([rows[i] for i in idx]).argmax(-1).numpy()
         return preds
 
 
@@ -504,7 +514,7 @@ def train_scratch_classifier(tokenizer, train_texts, train_labels, val_texts, va
     model = ScratchClassifier(tokenizer, seen, config, num_classes, max_length)
     opt = torch.optim.AdamW(model.parameters(), lr=check_positive_number(lr, "lr"),
                             weight_decay=0.01)  # fmt: skip
-    val = model.wordpieces(val_texts)
+    val = model._wordpieces(val_texts)
     train_labels, val_labels = np.asarray(train_labels), np.asarray(val_labels)
     by_length = np.argsort([len(r["input_ids"]) for r in train], kind="stable")
     batches = [by_length[k : k + batch_size] for k in range(0, len(by_length), batch_size)]
@@ -513,7 +523,7 @@ def train_scratch_classifier(tokenizer, train_texts, train_labels, val_texts, va
         model.train()
         for k in rng.permutation(len(batches)):
             idx = batches[k]
-            scores = model.scores([train[i] for i in idx])  # (batch, C)
+            scores = model._scores([train[i] for i in idx])  # (batch, C)
             loss = F.cross_entropy(scores, torch.from_numpy(train_labels[idx]))
             opt.zero_grad()
             loss.backward()

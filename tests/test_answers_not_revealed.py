@@ -72,7 +72,10 @@ ANSWERS = {
     "3.4": ("03_multi_head_attention", [(["3 h d_{head} + d_{model}"], [""])]),
     "11.3": (
         "11_gpt",
-        [(["2 · layers · tokens · d_model", "2 * num_layers * tokens * d_model"], [""])],
+        [
+            (["1365", "1,365"], ["token", "fit", "GiB"]),
+            (["budget_bytes // (2", "budget_bytes // per_token"], [""]),
+        ],
     ),
     "11.5": ("11_gpt", [(["(1 - q) ** n", "1 - (1 - q", "(1 - q_i)^n"], [""])]),
     # the constructions, now functions of hidden inputs: their rules
@@ -151,7 +154,7 @@ def _distinct_secret() -> str:
         (lecture04.check_half_distance, lambda d: 27, "28"),
         (lecture08.check_masking_statistics, lambda v, n, rng: (0.2, 0.1), "0.135"),
         (lecture10.check_overflow_points, lambda d: 88, "89"),
-        (lecture11.check_kv_cache_numbers, lambda *a: 2 * 24 * 512 * 1024, "100663296"),
+        (lecture11.check_max_cached_tokens, lambda *a: 1000, "1365"),
         (lecture11.check_distinct_tokens, lambda *a: 3.0, _distinct_secret()),
     ],
 )

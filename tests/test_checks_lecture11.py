@@ -1,6 +1,7 @@
 """Lecture 11 checks: pass the reference and a differently written answer, fail the usual
 mistakes with the hint that names them, fail the stub."""
 
+import math
 import re
 
 import numpy as np
@@ -12,7 +13,7 @@ from course_lib.checks import ExerciseError
 from course_lib.checks.lecture11 import (
     check_diagnose_sampler,
     check_distinct_tokens,
-    check_kv_cache_numbers,
+    check_max_cached_tokens,
     check_next_token_loss,
     check_top_p_keep,
 )
@@ -241,70 +242,82 @@ def test_top_p_keep_names_the_mistake(fn, hint):
 
 # ----------------------------------------------------------------------------------- 11.3
 
-RIGHT = 2 * 24 * 512 * 1024 * 4
+RIGHT = 2**30 // (2 * 24 * 1024 * 8 * 2)  # GPT-2 medium, 8 sequences, float16, 1 GiB: 1365
 
 
-def _numbers(num_layers, d_model, num_heads, batch, tokens):  # the solution
-    return 2 * num_layers * tokens * d_model * batch
+def _tokens(num_layers, d_model, num_heads, batch, budget_bytes, bytes_per_number):  # solution
+    return budget_bytes // (2 * num_layers * d_model * batch * bytes_per_number)
 
 
-def _numbers_as_float(num_layers, d_model, num_heads, batch, tokens):  # integer-valued float
-    return float(_numbers(num_layers, d_model, num_heads, batch, tokens))
+def _tokens_as_float(num_layers, d_model, num_heads, batch, budget_bytes, bytes_per_number):
+    return float(math.floor(budget_bytes / (2 * num_layers * d_model * batch * bytes_per_number)))
 
 
-def _numbers_per_head(num_layers, d_model, num_heads, batch, tokens):  # written differently
-    return np.int64(2 * num_layers * batch * tokens * num_heads * (d_model // num_heads))
+def _tokens_per_head(num_layers, d_model, num_heads, batch, budget_bytes, bytes_per_number):
+    per_token = 2 * num_layers * batch * num_heads * (d_model // num_heads) * bytes_per_number
+    return np.int64(budget_bytes) // np.int64(per_token)  # written differently: numpy ints
 
 
 @pytest.mark.parametrize("seed", [0, 1, 7, 123])
-@pytest.mark.parametrize("fn", [_numbers, _numbers_as_float, _numbers_per_head])
-def test_kv_cache_numbers_passes(fn, seed, capsys):
-    check_kv_cache_numbers(fn, False, seed=seed)
-    check_kv_cache_numbers(fn, np.bool_(False), seed=seed)
+@pytest.mark.parametrize("fn", [_tokens, _tokens_as_float, _tokens_per_head])
+def test_max_cached_tokens_passes(fn, seed, capsys):
+    check_max_cached_tokens(fn, False, seed=seed)
+    check_max_cached_tokens(fn, np.bool_(False), seed=seed)
     assert capsys.readouterr().out.count("Exercise 11.3 passed") == 2
 
 
-def test_kv_cache_numbers_small_models_are_measured_on_real_caches():
-    from course_lib.checks.lecture11 import _measured_numbers, _small_models
+def test_max_cached_tokens_small_models_are_filled_and_measured_on_real_caches():
+    """The formula agrees with real caches: filled to its answer they fit, one more does not
+    (bytes = numel x 4 of a float32 GPT, worked by hand for the notebook's model)."""
+    from course_lib.checks.lecture11 import _filled_cache_bytes, _small_models
 
-    for seed in (0, 1, 7, 123):
+    for seed in (0, 1, 7, 123, 999):
         for model in _small_models(seed):
-            assert _measured_numbers(*model) == _numbers(*model), model
-    assert _measured_numbers(2, 64, 8, 3, 11) == 8448  # the notebook's measurement cell prints it
+            t = _tokens(*model)
+            assert (
+                _filled_cache_bytes(*model[:4], t)
+                <= model[4]
+                < _filled_cache_bytes(*model[:4], t + 1)
+            ), (seed, model)
+    assert _tokens(2, 64, 8, 3, 40_000, 4) == 13  # 2 x 2 x 64 x 3 x 4 = 3,072 bytes a token
+    assert _filled_cache_bytes(2, 64, 8, 3, 13) == 39_936 and RIGHT == 1365
 
 
 @pytest.mark.parametrize(
     ("predicted", "hint"),
     [(True, "did not hold"), (None, "expected your prediction"), ("no", "True or False")],
 )
-def test_kv_cache_numbers_grades_the_heads_prediction_wrong(predicted, hint):
+def test_max_cached_tokens_grades_the_heads_prediction_wrong(predicted, hint):
     with pytest.raises(ExerciseError, match=hint) as err:
-        check_kv_cache_numbers(_numbers, predicted)
-    assert "8448" not in str(err.value)
+        check_max_cached_tokens(_tokens, predicted)
+    assert "39936" not in str(err.value)
 
 
 @pytest.mark.parametrize(
     ("fn", "hint"),
     [
-        (lambda L, d, h, b, t: L * t * d * b, "keys AND the values"),
-        (lambda L, d, h, b, t: 2 * t * d * b, "every layer"),
-        (lambda L, d, h, b, t: 2 * L * t * d, "each sequence"),
-        (lambda L, d, h, b, t: 2 * L * t * d * b * h, "do not multiply"),
-        (lambda L, d, h, b, t: 8 * L * t * d * b, "not bytes"),
-        (lambda L, d, h, b, t: 2 * L * (t - 1) * d * b, "the token just generated"),
-        (lambda L, d, h, b, t: _numbers(L, d, h, b, t) + 1, "does not keep: follow one new token"),
-        (lambda L, d, h, b, t: _numbers(L, d, h, b, t) - 1, "is missing from your count"),
-        (lambda L, d, h, b, t: RIGHT, "too high"),  # GPT-2 medium's number: not the small model's
-        (lambda L, d, h, b, t: str(RIGHT), "expected an integer"),
-        (lambda L, d, h, b, t: None, "expected a value, got None"),
+        (lambda L, d, h, b, B, s: B // (L * d * b * s), "keys AND the values"),
+        (lambda L, d, h, b, B, s: B // (2 * d * b * s), "every layer"),
+        (lambda L, d, h, b, B, s: B // (2 * L * d * s), "each sequence"),
+        (lambda L, d, h, b, B, s: B // (2 * L * d * b), "the budget is in bytes"),
+        (lambda L, d, h, b, B, s: B // (16 * L * d * b * s), "not bits"),
+        (lambda L, d, h, b, B, s: B // (2 * L * d * b * s * h), "do not multiply"),
+        (lambda L, d, h, b, B, s: B // (2 * L * (d // h) * b * s), "all of d_model"),
+        (lambda L, d, h, b, B, s: -(-B // (2 * L * d * b * s)), "round down"),
+        (lambda L, d, h, b, B, s: _tokens(L, d, h, b, B, s) + 1, "round down|that many do not"),
+        (lambda L, d, h, b, B, s: _tokens(L, d, h, b, B, s) - 1, "more tokens fit"),
+        (lambda L, d, h, b, B, s: B / (2 * L * d * b * s), "a whole number of tokens"),
+        (lambda L, d, h, b, B, s: RIGHT, "too high"),  # GPT-2 medium's: not the small model's
+        (lambda L, d, h, b, B, s: str(RIGHT), "expected an integer"),
+        (lambda L, d, h, b, B, s: None, "expected a value, got None"),
     ],
 )
-def test_kv_cache_numbers_names_the_mistake(fn, hint):
+def test_max_cached_tokens_names_the_mistake(fn, hint):
     with pytest.raises(ExerciseError, match=hint) as err:
-        check_kv_cache_numbers(fn, False)
+        check_max_cached_tokens(fn, False)
     assert not re.search(r"expected \d", str(err.value))  # too low / too high, never the answer
     with pytest.raises(ExerciseError, match=STUB_MESSAGE):
-        check_kv_cache_numbers(stub, False)
+        check_max_cached_tokens(stub, False)
 
 
 # --- 11.4 (diagnose a broken sampler from its outputs) -----------------------------------------

@@ -66,6 +66,16 @@ def dpo_loop(pc, pr, rc, rr, beta):  # -log sigmoid(z) = max(-z, 0) + log(1 + e^
     return out
 
 
+def dpo_naive_log1p(pc, pr, rc, rr, beta):  # a mistake: exp(1000) overflows to inf
+    with np.errstate(over="ignore"):
+        return np.log1p(np.exp(-beta * ((pc - rc) - (pr - rr))))
+
+
+def dpo_naive_log_sigmoid(pc, pr, rc, rr, beta):  # a mistake: sigmoid(-1000) underflows to 0
+    with np.errstate(over="ignore", divide="ignore"):
+        return -np.log(1 / (1 + np.exp(-beta * ((pc - rc) - (pr - rr)))))
+
+
 def dpo_torch_float32(pc, pr, rc, rr, beta):  # in float32, as torch computes by default
     t = [torch.tensor(v, dtype=torch.float32) for v in (pc, pr, rc, rr)]
     return -torch.nn.functional.logsigmoid(beta * ((t[0] - t[2]) - (t[1] - t[3])))
@@ -114,11 +124,8 @@ WRONG = [
     (check_dpo_losses, lambda pc, pr, rc, rr, b: np.logaddexp(0, -b * (pc - pr)), "REFERENCE"),
     (check_dpo_losses, lambda pc, pr, rc, rr, b: b * np.logaddexp(0, -((pc - rc) - (pr - rr))),
      "multiplied the loss by beta"),
-    (check_dpo_losses, lambda pc, pr, rc, rr, b: np.log1p(np.exp(-b * ((pc - rc) - (pr - rr)))),
-     "not stable"),
-    (check_dpo_losses,
-     lambda pc, pr, rc, rr, b: -np.log(1 / (1 + np.exp(-b * ((pc - rc) - (pr - rr))))),
-     "not stable"),
+    (check_dpo_losses, dpo_naive_log1p, "not stable"),
+    (check_dpo_losses, dpo_naive_log_sigmoid, "not stable"),
     (check_dpo_losses, lambda pc, pr, rc, rr, b: np.logaddexp(0, b * ((pc - rc) - (pr - rr))),
      "the sign"),
     (check_dpo_losses, lambda *a: dpo_numpy(*a).mean(), "one loss per pair"),
@@ -306,3 +313,22 @@ def test_lora_break_even_passes_right_answers(fn, seed, capsys):
 def test_lora_break_even_names_the_mistake(fn, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_lora_break_even(fn)
+
+
+def test_the_14_4_prompt_quotes_the_lectures_count_accuracy():
+    """Exercise 14.4's "counts right 90 % of the time (lecture 14, new_combinations)" is the
+    tuned model's count accuracy on new lists that lecture 14 prints (per family, n = 60)."""
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    lecture = json.loads((root / "notebooks" / "14_assistant.ipynb").read_text())
+    printed = "".join("".join(o.get("text", "")) for c in lecture["cells"] if c["cell_type"] ==
+                      "code" for o in c.get("outputs", []))  # fmt: skip
+    (line,) = [x for x in printed.splitlines() if x.startswith("new_combinations  first")]
+    assert re.search(r"count\s+90 \[", line), line
+    exercise = json.loads((root / "solutions" / "14_assistant.ipynb").read_text())
+    prompt = next("".join(c["source"]) for c in exercise["cells"]
+                  if "".join(c["source"]).startswith("## Exercise 14.4"))  # fmt: skip
+    assert "counts right 90 %" in prompt

@@ -34,7 +34,7 @@ def stored(setting: str, lr: float, seed: int) -> dict:
 def test_every_setting_has_its_seeds_and_nothing_else():
     keys = [(r["setting"], r["lr"], r["seed"]) for r in RUNS]
     assert len(keys) == len(set(keys))
-    expected = {(name, ml.LR) for name in ml.RUNGS} | {
+    expected = {(name, ml.LR) for name in ml.NAMES} | {
         (ml.RUNGS[0], ml.HIGH_LR),
         (ml.RUNGS[ml.GQA], ml.HIGH_LR),
     }
@@ -42,6 +42,7 @@ def test_every_setting_has_its_seeds_and_nothing_else():
     for setting, lr in expected:
         assert sorted(seed for s, r, seed in keys if (s, r) == (setting, lr)) == list(ml.SEEDS)
     assert [s["setting"] for s in TABLE["settings"]] == list(ml.RUNGS)
+    assert [s["setting"] for s in TABLE["off_ladder"]] == [ml.OFF_LADDER]
     assert len(ml.SEEDS) >= 3
 
 
@@ -90,6 +91,28 @@ def test_each_rung_changes_one_thing_at_matched_size():
         assert abs(row["parameters"] - n_gpt) / n_gpt < 0.005  # matched to 0.5 %
 
 
+def test_the_off_ladder_setting_is_gpt_with_rope_and_nothing_else():
+    """GPT + RoPE: rung 0's norms, FFN and biases; no position parameters; q and k rotated (the
+    scores of a query and a key depend only on their distance); matched in size to GPT."""
+    model = ml.build(ml.GPT_ROPE, ml.matched_d_ff(ml.GPT_ROPE)).eval()
+    block = model.blocks[0]
+    assert type(model) is GPT and isinstance(block.norm1, nn.LayerNorm)
+    assert isinstance(block.ffn, FeedForward) and block.ffn.linear1.bias is not None
+    assert block.attn.w_q.bias is not None and block.attn.qk_transform is not None
+    assert not list(model.position_embedding.parameters())
+    (row,) = TABLE["off_ladder"]
+    assert ml.count(model) == row["parameters"]
+    assert abs(row["parameters"] - row_gpt()) / row_gpt() < 0.005  # matched to 0.5 %
+    # no position table: one token repeated gives the same logits at every position
+    with torch.no_grad():
+        logits = model(torch.full((1, 8), 5))
+    assert torch.allclose(logits, logits[:, :1].expand_as(logits), atol=1e-5)
+
+
+def row_gpt() -> int:
+    return TABLE["settings"][0]["parameters"]
+
+
 def test_the_stored_checkpoint_is_the_rope_rung_of_seed_0():
     ckpt = torch.load(ml.CHECKPOINT, weights_only=True)
     model = ml.build(ml.ROPE, ml.matched_d_ff(ml.ROPE)).eval()
@@ -103,7 +126,7 @@ def test_the_stored_checkpoint_is_the_rope_rung_of_seed_0():
 
 def _rerun(rung: int, lr: float, seed: int) -> None:
     record, _ = ml.run(rung, seed, lr, TABLE["config"]["steps"], stop_after=ml.FIRST)
-    old = stored(ml.RUNGS[rung], lr, seed)
+    old = stored(ml.NAMES[rung], lr, seed)
     assert (
         max(abs(a - b) for a, b in zip(record["first_losses"], old["first_losses"], strict=True))
         < 1e-5
@@ -111,7 +134,7 @@ def _rerun(rung: int, lr: float, seed: int) -> None:
     assert abs(record["held_out_curve"][0][1] - old["held_out_curve"][0][1]) < 1e-5
 
 
-@pytest.mark.parametrize("rung", [0, ml.GQA], ids=["GPT", "ModernLM"])
+@pytest.mark.parametrize("rung", [0, ml.GQA, ml.GPT_ROPE], ids=["GPT", "ModernLM", "GPT+RoPE"])
 def test_the_first_steps_reproduce_the_stored_run(rung):
     _rerun(rung, ml.LR, 0)
 
@@ -119,7 +142,7 @@ def test_the_first_steps_reproduce_the_stored_run(rung):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "rung, lr, seed",
-    [(rung, ml.LR, 1) for rung in range(len(ml.RUNGS))]
+    [(rung, ml.LR, 1) for rung in range(len(ml.NAMES))]
     + [(0, ml.HIGH_LR, 2), (ml.GQA, ml.HIGH_LR, 2)],
 )
 def test_the_first_steps_of_every_rung_reproduce_the_stored_run(rung, lr, seed):

@@ -22,7 +22,7 @@ from .given_torch import read_only_tensor
 __all__ = [
     "check_next_token_loss",
     "check_top_p_keep",
-    "check_kv_cache_numbers",
+    "check_max_cached_tokens",
     "check_diagnose_sampler",
     "check_distinct_tokens",
     "read_only_tensor",
@@ -225,27 +225,45 @@ def check_top_p_keep(student_fn, *, seed: int = 0) -> None:
     passed(ex, "nucleus (top-p) filtering keeps the smallest set that reaches p")
 
 
-# GPT-2 medium: 24 layers, d_model 1024 (16 heads), a batch of 4 sequences of 512 tokens.
-_LAYERS, _D, _HEADS, _N, _BATCH = 24, 1024, 16, 512, 4
+# GPT-2 medium: 24 layers, d_model 1024 (16 heads), 8 sequences in float16 within 1 GiB.
+_GPT2_MEDIUM = (24, 1024, 16, 8, 2**30, 2)
+# The notebook's small model: 2 layers, d_model 64, 8 heads, 3 sequences, float32, 40,000 bytes.
+_SMALL = (2, 64, 8, 3, 40_000, 4)
 
 
-def _cache_models(seed: int) -> list[tuple[int, int, int, int, int]]:
-    """(num_layers, d_model, num_heads, batch, tokens): GPT-2 medium serving 4 x 512 tokens and
-    the notebook's small model (seed 0), or hidden models."""
+def _cache_models(seed: int) -> list[tuple[int, int, int, int, int, int]]:
+    """(num_layers, d_model, num_heads, batch, budget_bytes, bytes_per_number): GPT-2 medium
+    (seed 0), or hidden models of about its size, budgets and number formats."""
     if seed == 0:
-        return [(_LAYERS, _D, _HEADS, _BATCH, _N), (2, 64, 8, 3, 11)]
+        return [_GPT2_MEDIUM]
     rng = hidden_rng(seed, 113)
     models = []
     for layers, heads in ((6, 8), (12, 12), (36, 20)):
         d_model = heads * int(rng.choice([32, 64, 80]))
         models.append((layers, d_model, heads, int(rng.choice([2, 3, 8])),
-                       int(rng.integers(100, 2000))))  # fmt: skip
+                       int(rng.integers(2**26, 2**34)), int(rng.choice([2, 4]))))  # fmt: skip
     return models
 
 
-def _measured_numbers(layers: int, d_model: int, heads: int, batch: int, tokens: int) -> int:
-    """The measurement: the numbers a real GPT's :class:`~course_lib.nn.KVCache` holds after a
-    prompt of ``tokens - 1`` tokens and one generation step, for ``batch`` sequences."""
+def _small_models(seed: int) -> list[tuple[int, int, int, int, int, int]]:
+    """Small float32 models whose caches the check fills and measures: the notebook's (seed 0),
+    or a hidden one with a budget of 3 to 40 tokens' worth."""
+    if seed == 0:
+        return [_SMALL]
+    rng = hidden_rng(seed, 1131)
+    heads = int(rng.choice([1, 2, 4, 8]))
+    layers, d_model, batch = (
+        int(rng.integers(1, 4)),
+        heads * int(rng.choice([4, 8, 16])),
+        int(rng.integers(1, 5)),
+    )
+    per_token = 2 * layers * d_model * batch * 4
+    return [(layers, d_model, heads, batch, int(rng.integers(3 * per_token, 41 * per_token)), 4)]
+
+
+def _filled_cache_bytes(layers: int, d_model: int, heads: int, batch: int, tokens: int) -> int:
+    """The measurement: the bytes a real float32 GPT's :class:`~course_lib.nn.KVCache` holds
+    after a prompt of ``tokens - 1`` tokens and one generation step, for ``batch`` sequences."""
     from ..configs import GPTConfig
     from ..models.gpt import GPT
     from ..nn import KVCache
@@ -257,19 +275,20 @@ def _measured_numbers(layers: int, d_model: int, heads: int, batch: int, tokens:
                               num_heads=heads, num_layers=layers)).eval()  # fmt: skip
     cache = KVCache()
     with torch.no_grad():
-        model(torch.randint(0, 16, (batch, tokens - 1), generator=gen), cache)
+        if tokens > 1:
+            model(torch.randint(0, 16, (batch, tokens - 1), generator=gen), cache)
         model(torch.randint(0, 16, (batch, 1), generator=gen), cache)
-    return cache.numel()
+    return cache.numel() * model.lm_head.weight.element_size()
 
 
-def _small_models(seed: int) -> list[tuple[int, int, int, int, int]]:
-    """Small models whose caches the check measures: the notebook's (seed 0), or hidden ones."""
-    if seed == 0:
-        return [(2, 64, 8, 3, 11)]
-    rng = hidden_rng(seed, 1131)
-    heads = int(rng.choice([1, 2, 4, 8]))
-    return [(int(rng.integers(1, 4)), heads * int(rng.choice([4, 8, 16])), heads,
-             int(rng.integers(1, 5)), int(rng.integers(2, 20)))]  # fmt: skip
+def _measured_max_tokens(layers, d_model, heads, batch, budget, answer) -> int | None:
+    """The measurement of a small model: ``answer`` if a real cache filled to it fits the budget
+    and one more token does not; else None (wrong)."""
+    if not 1 <= answer <= 200:  # the small models' budgets hold at most 40 tokens
+        return None
+    fits = _filled_cache_bytes(layers, d_model, heads, batch, answer) <= budget
+    overflows = _filled_cache_bytes(layers, d_model, heads, batch, answer + 1) > budget
+    return answer if fits and overflows else None
 
 
 def _check_heads_prediction(ex: str, heads_change_count) -> None:
@@ -280,7 +299,7 @@ def _check_heads_prediction(ex: str, heads_change_count) -> None:
                             f"{type(heads_change_count).__name__} {heads_change_count!r:.40}.",
                             "write it down BEFORE you measure: heads_change_count = True or "
                             "heads_change_count = False.")  # fmt: skip
-    eight, two = _measured_numbers(2, 64, 8, 3, 11), _measured_numbers(2, 64, 2, 3, 11)
+    eight, two = _filled_cache_bytes(2, 64, 8, 3, 11), _filled_cache_bytes(2, 64, 2, 3, 11)
     if bool(heads_change_count) != (eight != two):
         raise ExerciseError(ex, f"your prediction heads_change_count = {heads_change_count} did "
                             "not hold: measure the two caches in the cell below and compare.",
@@ -289,49 +308,59 @@ def _check_heads_prediction(ex: str, heads_change_count) -> None:
                             "does not?")  # fmt: skip
 
 
-def check_kv_cache_numbers(student_fn, heads_change_count=None, *, seed: int = 0) -> None:
-    """Exercise 11.3 (predict, then measure): ``kv_cache_numbers(num_layers, d_model, num_heads,
-    batch, tokens) -> int``, the predicted number of numbers in a GPT's KV cache (GPT-2 medium
-    for 4 sequences of 512 tokens, hidden models, and small models whose real caches the check
-    measures), and ``heads_change_count`` (True or False), the prediction written down before
-    the measurement: does that number change with the number of heads at a fixed d_model?
-    A wrong count is told too low / too high, with the mistake it looks like; never the count."""
+def check_max_cached_tokens(student_fn, heads_change_count=None, *, seed: int = 0) -> None:
+    """Exercise 11.3 (predict, then measure): ``max_cached_tokens(num_layers, d_model,
+    num_heads, batch, budget_bytes, bytes_per_number) -> int``, the predicted largest number of
+    tokens per sequence whose KV cache fits in ``budget_bytes`` (GPT-2 medium serving 8
+    sequences in float16 within 1 GiB, hidden models, and small float32 models whose real caches
+    the check fills to the answer and measures), and ``heads_change_count`` (True or False), the
+    prediction written down before the measurement: does the cache's size change with the
+    number of heads at a fixed d_model? A wrong count is told too low / too high, with the
+    mistake it looks like; never the count."""
     ex = "11.3"
-    for layers, d, heads, batch, tokens in _cache_models(seed) + _small_models(seed):
-        answer = call_student(ex, student_fn, layers, d, heads, batch, tokens)
-        small = layers * d * batch * tokens < 10**6
-        expected = (_measured_numbers(layers, d, heads, batch, tokens) if small
-                    else 2 * layers * tokens * d * batch)  # fmt: skip
+    cases = [(m, False) for m in _cache_models(seed)] + [(m, True) for m in _small_models(seed)]
+    for (layers, d, heads, batch, budget, size), small in cases:
+        answer = call_student(ex, student_fn, layers, d, heads, batch, budget, size)
+        if isinstance(answer, (float, np.floating)) and float(answer).is_integer():
+            answer = int(answer)
+        if (small and isinstance(answer, (int, np.integer)) and not isinstance(answer, bool)
+                and _measured_max_tokens(layers, d, heads, batch, budget, int(answer))):  # fmt: skip
+            continue  # a real cache filled to the answer fits, and one more token does not
+        per_token = 2 * layers * d * batch * size  # bytes: K and V, every layer, every sequence
+        expected = budget // per_token  # what the told too low / too high is measured against
         mistakes: dict[int, str] = {}
         for value, hint in (
-            (expected // 2, "count the keys AND the values: two tensors per layer."),
-            (expected // layers, "every layer keeps its own keys and values."),
-            (expected // batch, "each sequence of the batch has its own cache."),
-            (expected * heads, f"the heads split d_model into {heads} slices of {d // heads}; "
-                               "they do not multiply it."),
-            (expected // heads, f"every head stores keys and values of d_head = {d // heads} "
-                                f"numbers per token: {heads} heads x {d // heads} = all of d_model."),
-            (expected * 4, "count numbers, not bytes (float32 takes 4 bytes each)."),
-            (expected - expected // tokens, "the cache holds every position so far, the token "
-                                            "just generated included."),
+            (budget // (per_token // 2), "count the keys AND the values: two tensors per layer."),
+            (budget // (per_token // layers), "every layer keeps its own keys and values."),
+            (budget // (per_token // batch), "each sequence of the batch has its own cache."),
+            (budget // (per_token // size), "the budget is in bytes: each number takes "
+                                            f"{size} of them here."),
+            (budget // (per_token * 8), "bytes_per_number is already in bytes, not bits."),
+            (budget // (per_token * heads), f"the heads split d_model into {heads} slices of "
+                                            f"{d // heads}; they do not multiply it."),
+            (budget // (per_token // heads), f"every head stores keys and values of d_head = "
+                                             f"{d // heads} numbers per token: {heads} heads x "
+                                             f"{d // heads} = all of d_model."),
+            (-(-budget // per_token), "a token whose keys and values do not fit whole does not "
+                                      "fit: round down."),
+            (round(budget / per_token), "a token whose keys and values do not fit whole does not "
+                                        "fit: round down."),
         ):  # fmt: skip
-            if value != expected:
-                mistakes.setdefault(value, hint)
-        if isinstance(answer, float) and answer.is_integer():
-            answer = int(answer)
-        check_prediction(ex, answer, expected,
-                         what=f"numbers in the KV cache of {layers} layers, d_model {d}, {heads} "
-                         f"heads, for {batch} sequences of {tokens} tokens"
-                         + (" (measured on a real cache)" if small else ""),
-                         too_low="something the cache keeps is missing from your count: "
-                         "follow one new token through the model and write down what it leaves "
-                         "behind in the cache, and where.",
-                         too_high="your count holds something the cache does not keep: follow "
-                         "one new token through the model and write down what it leaves behind "
-                         "in the cache, and where.", hints=mistakes,
-                         not_int="return a Python int: a product of the numbers you are given.")  # fmt: skip
+            if value != expected and hint not in mistakes.get(value, ""):
+                mistakes[value] = f"{mistakes[value]} Or: {hint}" if value in mistakes else hint
+        what = (f"tokens per sequence whose KV cache fits in {budget:,} bytes: {layers} layers, "
+                f"d_model {d}, {heads} heads, {batch} sequences, {size} bytes per number"
+                + (" (filled and measured on a real cache)" if small else ""))  # fmt: skip
+        check_prediction(ex, answer, expected, what=what,
+                         too_low="more tokens fit: your count of the bytes one token costs holds "
+                         "something the cache does not keep. Follow one new token through the "
+                         "model: what does it leave behind in the cache, and where?",
+                         too_high="that many do not fit: your count of the bytes one token costs "
+                         "leaves something out. Follow one new token through the model: what "
+                         "does it leave behind in the cache, and where?", hints=mistakes,
+                         not_int="return a Python int: a whole number of tokens.")  # fmt: skip
     _check_heads_prediction(ex, heads_change_count)
-    passed(ex, "the KV cache's size predicted, and confirmed on real caches")
+    passed(ex, "how long a context fits in a KV cache, predicted and confirmed on real caches")
 
 
 # The probes the check shows as evidence when a diagnosis is wrong: a few (probs, p) on which the

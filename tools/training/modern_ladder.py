@@ -16,6 +16,11 @@ exactly one thing):
     + RoPE        the learned position table goes; q and k are rotated   (= ModernLM, 4 KV heads)
     + GQA         2 key/value heads for the 4 query heads                 (= ModernLM, 2 KV heads)
 
+Off the ladder, one more setting: ``GPT + RoPE``, lecture 11's GPT with only its positions changed
+(no position table; q and k rotated), so that RoPE's effect on plain GPT can be compared with its
+rung's effect on top of three other changes. ``--add-off-ladder`` trains just that setting and
+adds it to an existing table (its runs are the ones the whole script would make).
+
 Pre-norm is not a rung: GPT-2 is already pre-norm. Every model has D = 64, 4 heads, 2 layers,
 tied embeddings, a 64-token context; the FFN width of each rung is chosen so that its parameter
 count is the closest to GPT's (the table lists both). All runs of one seed see the same batches
@@ -44,7 +49,8 @@ from course_lib import GPT, GPTConfig, ModernConfig, ModernLM, lm_loss, seed_eve
 from course_lib._validation import inner_checks_off
 from course_lib.data.language_modeling import evaluate_lm, lm_corpus, random_windows
 from course_lib.models.ngram import bigram_lm, unigram_lm
-from course_lib.nn import FeedForward, RMSNorm, SwiGLUFeedForward
+from course_lib.nn import FeedForward, MultiHeadAttention, RMSNorm, SwiGLUFeedForward
+from course_lib.nn.rope import rope_qk_unchecked
 from course_lib.training import learning_rate_at, train_step
 from tools.training.distributed import (
     ONE_PROCESS,
@@ -73,6 +79,10 @@ CHANGES = (
     "4 -> 2 key/value heads (= ModernLM with GQA)",
 )
 RMS, NO_BIAS, SWIGLU, ROPE, GQA = range(1, 6)
+OFF_LADDER = "GPT + RoPE"  # rung 0 with RoPE instead of the position table, nothing else
+OFF_LADDER_CHANGE = "lecture 11's GPT with learned positions -> RoPE, nothing else changed"
+GPT_ROPE = len(RUNGS)  # its index for build(), run() and matched_d_ff()
+NAMES = (*RUNGS, OFF_LADDER)
 
 VOCAB, D, HEADS, LAYERS, CONTEXT = 512, 64, 4, 2, 64
 BATCH, STEPS, WARMUP, LR = 32, 1200, 100, 3e-3
@@ -98,13 +108,45 @@ def _init_like_gpt2(model: nn.Module) -> None:
             nn.init.normal_(lin.weight, std=0.02 / math.sqrt(2 * len(model.blocks)))
 
 
+class _NoPositions(nn.Module):
+    """Stands in for GPT's position table when RoPE gives the positions: adds nothing."""
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.d_model = d_model
+
+    def forward(self, positions: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(len(positions), self.d_model, device=positions.device)  # (T, D)
+
+
+class _RoPEAttention(MultiHeadAttention):
+    """GPT's causal self-attention (four maps with biases) with q and k rotated by RoPE, called
+    as GPT's block calls its attention: ``attn(x, cache)``."""
+
+    def __init__(self):
+        super().__init__(D, HEADS, bias=True, qk_transform=rope_qk_unchecked)
+
+    def forward(self, x: torch.Tensor, cache=None) -> torch.Tensor:
+        return super().forward(x, causal=True, cache=cache)
+
+
 def build(rung: int, d_ff: int, vocab_size: int = VOCAB) -> nn.Module:
-    """The model of rung ``rung`` (an index into :data:`RUNGS`) with FFN width ``d_ff``.
+    """The model of rung ``rung`` (an index into :data:`NAMES`) with FFN width ``d_ff``.
 
     Rungs 0-3 are lecture 11's ``GPT`` with its norms, attention and FFN swapped in place (its
     ``forward`` is unchanged: ``x = x + attn(norm1(x))``, ``x = x + ffn(norm2(x))``); rungs 4-5
-    are ``ModernLM`` itself.
+    are ``ModernLM`` itself; ``GPT_ROPE`` (off the ladder) is ``GPT`` with its position table
+    replaced by nothing and its attention rotating q and k.
     """
+    if rung == GPT_ROPE:
+        model = GPT(GPTConfig(vocab_size, CONTEXT, d_model=D, num_heads=HEADS, num_layers=LAYERS,
+                              d_ff=d_ff))  # fmt: skip
+        model.position_embedding = _NoPositions(D)
+        for block in model.blocks:
+            block.attn = _RoPEAttention()
+        _init_like_gpt2(model)
+        inner_checks_off(model)
+        return model
     if rung >= ROPE:
         kv_heads = 2 if rung >= GQA else HEADS
         config = ModernConfig(vocab_size, D, HEADS, kv_heads, LAYERS, d_ff, tie_weights=True,
@@ -177,7 +219,7 @@ def run(rung: int, seed: int, lr: float = LR, steps: int = STEPS, stop_after: in
             held_curve.append((step + 1, evaluate_lm(unwrap(model), held, block=CONTEXT)))
     model.eval()
     record = {
-        "setting": RUNGS[rung],
+        "setting": NAMES[rung],
         "lr": lr,
         "seed": seed,
         "held_out": held_curve[-1][1],
@@ -216,8 +258,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--out", type=Path, default=TABLE)
     parser.add_argument("--checkpoint", type=Path, default=CHECKPOINT)
+    parser.add_argument("--add-off-ladder", action="store_true",
+                        help=f"train only {OFF_LADDER!r} and add it to the table --out")  # fmt: skip
     add_device_argument(parser)
     args = parser.parse_args()
+    if args.add_off_ladder:
+        add_off_ladder(args)
+        return
     ranks = start_run(args.device)
     check_batch_size(BATCH, ranks, "BATCH (tools/training/modern_ladder.py)")
 
@@ -233,6 +280,7 @@ def main() -> None:
         settings.append({"setting": name, "change": change, "d_ff": d_ff,
                          "parameters": count(build(rung, d_ff, corpus.vocab_size))})  # fmt: skip
     plan = [(rung, LR) for rung in range(len(RUNGS))] + [(0, HIGH_LR), (GQA, HIGH_LR)]
+    plan.append((GPT_ROPE, LR))
     runs = []
     for rung, lr in plan:
         for seed in args.seeds:
@@ -240,7 +288,7 @@ def main() -> None:
             runs.append(record)
             if not ranks.is_main:
                 continue
-            print(f"{RUNGS[rung]:12s} lr {lr:g} seed {seed}: held-out {record['held_out']:.4f} "
+            print(f"{NAMES[rung]:12s} lr {lr:g} seed {seed}: held-out {record['held_out']:.4f} "
                   f"({record['cpu_seconds']:.0f} CPU-s)", flush=True)  # fmt: skip
             if rung == ROPE and lr == LR and seed == args.seeds[0]:
                 save_checkpoint(model, args.checkpoint)
@@ -267,6 +315,7 @@ def main() -> None:
         "bigram": bigram,
         "unigram": unigram,
         "settings": settings,
+        "off_ladder": [off_ladder_setting(corpus.vocab_size)],
         "summary": summarise(runs),
         "runs": runs,
         "cpu_seconds": round(time.process_time() - total, 1),
@@ -275,6 +324,33 @@ def main() -> None:
         args.out.write_text(json.dumps(table, indent=1) + "\n")
         print(f"wrote {args.out} ({table['cpu_seconds']:.0f} CPU-seconds in all)")
     finish(ranks)
+
+
+def off_ladder_setting(vocab_size: int) -> dict:
+    d_ff = matched_d_ff(GPT_ROPE)
+    return {"setting": OFF_LADDER, "change": OFF_LADDER_CHANGE, "d_ff": d_ff,
+            "parameters": count(build(GPT_ROPE, d_ff, vocab_size))}  # fmt: skip
+
+
+def add_off_ladder(args: argparse.Namespace) -> None:
+    """Train the off-ladder setting (one process) and put its runs into the table ``args.out``."""
+    table = json.loads(args.out.read_text())
+    if table["config"]["steps"] != args.steps:
+        raise SystemExit(
+            f"--steps {args.steps} differs from the table's {table['config']['steps']}"
+        )
+    start, corpus = time.process_time(), lm_corpus(VOCAB)
+    runs = [r for r in table["runs"] if r["setting"] != OFF_LADDER]
+    for seed in args.seeds:
+        record, _ = run(GPT_ROPE, seed, LR, args.steps, corpus=corpus)
+        runs.append(record)
+        print(f"{OFF_LADDER} lr {LR:g} seed {seed}: held-out {record['held_out']:.4f} "
+              f"({record['cpu_seconds']:.0f} CPU-s)", flush=True)  # fmt: skip
+    table["off_ladder"] = [off_ladder_setting(corpus.vocab_size)]
+    table["runs"], table["summary"] = runs, summarise(runs)
+    table["cpu_seconds"] = round(table["cpu_seconds"] + time.process_time() - start, 1)
+    args.out.write_text(json.dumps(table, indent=1) + "\n")
+    print(f"added {OFF_LADDER} to {args.out}")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 from _browser import Browser
@@ -34,10 +35,26 @@ def free_port() -> int:
 ROOT = Path(__file__).resolve().parents[1]
 URL = re.compile(r"Open the course at: (http://127\.0\.0\.1:(\d+)/\S+\?token=(\w+))")
 KERNEL_IDLE_JS = """(() => {
-  const nb = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook');
-  const status = document.querySelector('.jp-Notebook-ExecutionIndicator');
+  const panel = '.jp-NotebookPanel:not(.lm-mod-hidden)';
+  const nb = document.querySelector(panel + ' .jp-Notebook');
+  const status = document.querySelector(panel + ' .jp-Notebook-ExecutionIndicator')
+    || document.querySelector('.jp-Notebook-ExecutionIndicator');
   return !!nb && !!status && status.getAttribute('data-status') === 'idle';
 })()"""
+CURRENT_TAB_JS = """(() => {
+  const t = document.querySelector(
+    '#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel');
+  return t ? t.innerText.trim() : null;
+})()"""
+# Where the file browser shows ``name`` (scrolled into view), or null.
+LISTING_ITEM_JS = """(name => {
+  const item = Array.from(document.querySelectorAll('.jp-DirListing-item')).find(
+    e => (e.querySelector('.jp-DirListing-itemText') || e).innerText.trim() === name);
+  if (!item) return null;
+  item.scrollIntoView({block: 'center'});
+  const r = item.getBoundingClientRect();
+  return [r.left + 30, r.top + r.height / 2];
+})(%s)"""
 FIRST_CELL_JS = """(() => {
   const c = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell');
   const r = c.getBoundingClientRect();
@@ -115,12 +132,59 @@ def saved_and_settled(notebook: Path, before_ns: int, last: list[bytes | None]) 
     return settled
 
 
-def open_and_save(browser: Browser, base: str, token: str, notebook: Path, rel: str) -> None:
+def kernel_idle(base: str, token: str, rel: str) -> bool:
+    """Does the server have a session for ``rel`` whose kernel is idle (started and answering)?"""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(f"{base}/api/sessions?token={token}", timeout=10) as reply:
+        sessions = json.load(reply)
+    return any(
+        s.get("path") == rel and (s.get("kernel") or {}).get("execution_state") == "idle"
+        for s in sessions
+    )
+
+
+def double_click_in_file_browser(browser: Browser, name: str) -> None:
+    """Open ``name`` as a student does from the file browser (which must show its folder)."""
+    where = browser.wait_for(
+        lambda: browser.evaluate(LISTING_ITEM_JS % json.dumps(name)), 60, f"{name} listed"
+    )
+    x, y = where
+    for clicks in (1, 2):
+        for kind in ("mousePressed", "mouseReleased"):
+            browser.send("Input.dispatchMouseEvent",
+                         {"type": kind, "x": x, "y": y, "button": "left", "clickCount": clicks},
+                         browser.session)  # fmt: skip
+
+
+def open_and_save(
+    browser: Browser,
+    base: str,
+    token: str,
+    notebook: Path,
+    rel: str,
+    *,
+    from_file_browser: bool = False,
+) -> None:
     """Open ``rel`` in JupyterLab, wait for its kernel, save it, and wait until the save is
-    finished: the tab no longer dirty and the file a whole notebook that has stopped changing."""
-    # ?reset: a fresh workspace, so the previous lecture is not reopened beside it
-    browser.navigate(f"{base}/lab/tree/{rel}?reset&token={token}")
-    browser.wait_for(lambda: browser.evaluate(KERNEL_IDLE_JS), 300, f"{rel} open, kernel idle")
+    finished: the tab no longer dirty and the file a whole notebook that has stopped changing.
+
+    ``from_file_browser``: double-click it in the file browser of the JupyterLab already loaded
+    in ``browser`` (which shows its folder) instead of loading JupyterLab again at its URL."""
+    if from_file_browser:
+        double_click_in_file_browser(browser, notebook.name)
+    else:  # ?reset: a fresh workspace, so the previous lecture is not reopened beside it
+        browser.navigate(f"{base}/lab/tree/{rel}?reset&token={token}")
+    # Its tab in front, its toolbar saying idle, and the server's kernel for it idle (the
+    # toolbar can say idle before the kernel has started).
+    browser.wait_for(
+        lambda: (
+            browser.evaluate(CURRENT_TAB_JS) == notebook.name
+            and browser.evaluate(KERNEL_IDLE_JS)
+            and kernel_idle(base, token, rel)
+        ),
+        300,
+        f"{rel} open, kernel idle",
+    )
     browser.pump(2.0)  # the kernel's metadata reaches the notebook model
     before = notebook.stat().st_mtime_ns
     press_ctrl_s(browser)

@@ -113,24 +113,16 @@ def _page_problems(state: dict, errors: list[dict]) -> list[str]:
     return problems
 
 
-def _is_deck(rel: str) -> bool:
-    return rel.startswith("slides/") and rel != "slides/index.html"
-
-
-@pytest.fixture(scope="module")
-def crawl(site, chromium, tmp_path_factory) -> dict:
-    """Crawl the whole site from index.html; on each page that is not a deck, also run axe-core
-    there (for the accessibility test below: each page is loaded once for both)."""
-    axe = _axe_source(tmp_path_factory.mktemp("axe"))
+def test_site_works_offline(site, chromium):
+    """Crawl the whole site from index.html."""
     start = (site / "index.html").as_uri()
     problems: dict[str, list[str]] = {}
     ids: dict[str, set[str]] = {}
     anchors: list[tuple[str, str, str]] = []  # (from page, to page, fragment)
-    accessibility: dict[str, list] = {}
     queue, seen = [start], {start}
     formulas = 0
     t0 = time.monotonic()
-    with Browser(chromium, timeout=PAGE_TIMEOUT * 3) as browser:
+    with Browser(chromium) as browser:
         while queue:
             url = queue.pop(0)
             before = len(browser.console_errors)
@@ -138,9 +130,6 @@ def crawl(site, chromium, tmp_path_factory) -> dict:
             browser.pump(0.3)  # late console messages (e.g. from the views' iframes)
             name = Path(unquote(urlsplit(url).path)).relative_to(site).as_posix()
             page_problems = _page_problems(state, browser.console_errors[before:])
-            if not _is_deck(name) and "lite" not in Path(name).parts:
-                browser.evaluate(axe + ";0")
-                accessibility[name] = browser.evaluate(AXE_RUN_JS)
             formulas += state["formulas"]
             ids[url] = set(state["ids"])
             for link in state["links"]:
@@ -173,15 +162,8 @@ def crawl(site, chromium, tmp_path_factory) -> dict:
         if page in ids and fragment not in ids[page] and unquote(fragment) not in ids[page]:
             problems.setdefault(origin, []).append(f"no anchor #{fragment} in {page}")
     pages = sorted(Path(unquote(urlsplit(u).path)).relative_to(site).as_posix() for u in seen)
-    return {"pages": pages, "problems": problems, "external": external, "formulas": formulas,
-            "accessibility": accessibility, "seconds": time.monotonic() - t0}  # fmt: skip
-
-
-def test_site_works_offline(crawl):
-    """Crawl the whole site from index.html."""
-    pages, problems, formulas = crawl["pages"], crawl["problems"], crawl["formulas"]
-    print(f"crawled {len(pages)} pages, {formulas} formulas, in {crawl['seconds']:.0f} s")
-    assert not crawl["external"], f"requests left the machine: {crawl['external'][:10]}"
+    print(f"crawled {len(pages)} pages, {formulas} formulas, in {time.monotonic() - t0:.0f} s")
+    assert not external, f"requests left the machine: {external[:10]}"
     assert not problems, "\n".join(f"{p}: {'; '.join(v)}" for p, v in problems.items())
     # Every lecture and the README were reached by following links from the home page.
     for lecture in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
@@ -373,25 +355,21 @@ def _axe_source(tmp_path: Path) -> str:
     return (vendor(AXE, tmp_path) / "axe.min.js").read_text(encoding="utf-8")
 
 
-def test_site_and_decks_have_no_serious_accessibility_violations(site, crawl, chromium, tmp_path):
+def test_site_and_decks_have_no_serious_accessibility_violations(site, chromium, tmp_path):
     """axe-core (npm, cached in build/vendor like KaTeX and reveal.js; injected by the test,
     not shipped) on every page of the site, and on every deck with all of its slides shown
     (reveal.js's scroll view): 0 serious or critical violations (contrast, labels, landmarks,
-    language, names of links and controls, ...). The pages the crawl reached were checked
-    during the crawl, once typeset; the decks, and any page no link reaches, are loaded here."""
+    language, names of links and controls, ...)."""
+    axe = _axe_source(tmp_path)
     # Not lite/: the browser edition is JupyterLite's own application (tools/site/build_lite.py).
     pages = sorted(
         p for p in site.rglob("*.html") if not {"_static", "lite"} & set(p.relative_to(site).parts)
     )
     results: dict[str, list] = {}
-    axe = None
     with Browser(chromium, timeout=PAGE_TIMEOUT * 3) as browser:
         for page in pages:
             rel = page.relative_to(site).as_posix()
-            if rel in crawl["accessibility"]:
-                results[rel] = crawl["accessibility"][rel]
-                continue
-            deck = _is_deck(rel)
+            deck = rel.startswith("slides/") and rel != "slides/index.html"
             url = page.as_uri() + ("?view=scroll" if deck else "")
             browser.navigate(url)
             browser.wait_for(
@@ -408,7 +386,6 @@ def test_site_and_decks_have_no_serious_accessibility_violations(site, crawl, ch
                     PAGE_TIMEOUT,
                     f"{rel}'s reveal.js",
                 )
-            axe = axe or _axe_source(tmp_path)
             browser.evaluate(axe + ";0")
             results[rel] = browser.evaluate(AXE_RUN_JS)
     print("\naxe-core 4.14.1, serious/critical violations per page:")
@@ -416,7 +393,6 @@ def test_site_and_decks_have_no_serious_accessibility_violations(site, crawl, ch
         print(f"  {rel}: {len(found)}" + (f" {found}" if found else ""))
     bad = {rel: found for rel, found in results.items() if found}
     assert len(results) >= 60, f"only {len(results)} pages checked"
-    assert sum(_is_deck(rel) for rel in results) >= 15, "the decks were not checked"
     assert not bad, "\n".join(f"{rel}: {found}" for rel, found in bad.items())
 
 

@@ -22,8 +22,9 @@ SPREAD = {
     "test_quizzes.py",
 }
 
-# Longest first (seconds of one worker, measured on 2 idle cores): a long file started last would
-# leave the other worker idle at the end. Files not listed follow, the most tests first.
+# Longest first (about the seconds of one worker, rounded from the idle CI run of 72feb5c): a long
+# file started last would leave the other worker idle at the end. Files not listed follow, the
+# most tests first.
 WORK_SECONDS = {
     "test_site.py": 200,
     "test_grading_sandbox.py": 150,
@@ -45,7 +46,8 @@ def pytest_xdist_make_scheduler(config, log):
     """With `--dist loadgroup`, schedule by file (see SPREAD) instead of by `xdist_group` marks:
     pytest-xdist 3.8 groups by a suffix it writes into `item._nodeid`, which pytest 9 no longer
     reads, so its loadgroup sends a file's tests to both workers and each worker makes the file's
-    module-scoped fixtures again (tests/test_repo.py checks that a file's tests share a worker)."""
+    module-scoped fixtures again (tests/test_suite_scheduling.py checks that a file's tests share a
+    worker)."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
